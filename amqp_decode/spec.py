@@ -1,0 +1,237 @@
+"""Load AMQP protocol definitions from the official XML format.
+
+Everything the decoder knows about the protocol (ids, names, field order and types, who sends a
+method, which reply answers it, content properties, reply codes) comes from these files. The
+bundled ones live in `spec/`; any file in the same format can be loaded instead, prose included
+(`doc`, `rule`, labels and comments are ignored).
+"""
+
+from __future__ import annotations
+
+import functools
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from amqp_decode.errors import SpecError
+
+WIRE_TYPES = frozenset({"bit", "octet", "short", "long", "longlong", "shortstr", "longstr",
+                        "timestamp", "table", "content"})
+
+BUNDLED = {"0-9-1": "amqp0-9-1.xml", "0-9": "amqp0-9.xml"}
+
+# Directions as the project writes them: who sent the frame.
+CLIENT_TO_SERVER = "C>S"
+SERVER_TO_CLIENT = "S>C"
+
+
+def snake(name: str) -> str:
+    return name.replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str  # as the spec spells it: "delivery-tag"
+    key: str  # as decoded arguments are keyed: "delivery_tag"
+    type: str  # wire type, resolved through domains
+    domain: str | None
+    reserved: bool
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Method:
+    class_id: int
+    method_id: int
+    class_name: str
+    name: str
+    fields: tuple[Field, ...]
+    synchronous: bool
+    content: bool
+    deprecated: bool
+    responses: tuple[str, ...]
+    # The XML names the peer that must implement (receive) the method: "server" means C>S.
+    receivers: frozenset[str]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.class_name}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<Method {self.full_name} {self.class_id}/{self.method_id}>"
+
+    @property
+    def directions(self) -> frozenset[str]:
+        return frozenset({CLIENT_TO_SERVER if r == "server" else SERVER_TO_CLIENT
+                          for r in self.receivers})
+
+    @property
+    def is_request(self) -> bool:
+        return bool(self.responses)
+
+
+@dataclass(frozen=True, eq=False)
+class AmqpClass:
+    class_id: int
+    name: str
+    handler: str | None
+    properties: tuple[Field, ...]  # content properties, in flag order
+    methods: dict[int, Method]
+
+    def method_named(self, name: str) -> Method:
+        for method in self.methods.values():
+            if method.name == name:
+                return method
+        raise KeyError(f"{self.name}.{name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    name: str
+    value: int
+    error_class: str | None  # "soft-error" (channel), "hard-error" (connection) or None
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    major: int
+    minor: int
+    revision: int
+    port: int | None
+    comment: str
+    source: str
+    constants: dict[str, Constant]
+    domains: dict[str, str]
+    classes: dict[int, AmqpClass]
+    _by_name: dict[str, Method] = field(repr=False)
+    _codes: dict[int, Constant] = field(repr=False)
+
+    @property
+    def version(self) -> str:
+        parts = [self.major, self.minor] + ([self.revision] if self.revision else [])
+        return "-".join(str(p) for p in parts)
+
+    def constant(self, name: str) -> int:
+        return self.constants[name].value
+
+    def method(self, class_id: int, method_id: int) -> Method | None:
+        amqp_class = self.classes.get(class_id)
+        return None if amqp_class is None else amqp_class.methods.get(method_id)
+
+    def method_named(self, full_name: str) -> Method:
+        return self._by_name[full_name]
+
+    def methods(self) -> list[Method]:
+        return [m for c in self.classes.values() for m in c.methods.values()]
+
+    def reply_code(self, code: int) -> Constant | None:
+        """The constant a reply code stands for (NOT_FOUND...), None for codes the spec lacks."""
+        return self._codes.get(code)
+
+
+def _attr(element: ET.Element, name: str, where: str) -> str:
+    value = element.get(name)
+    if value is None:
+        raise SpecError(f"{where}: <{element.tag}> has no '{name}' attribute")
+    return value.strip()
+
+
+def _int(element: ET.Element, name: str, where: str) -> int:
+    text = _attr(element, name, where)
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise SpecError(f"{where}: <{element.tag} {name}={text!r}> is not an integer") from None
+
+
+def _flag(element: ET.Element, name: str) -> bool:
+    return (element.get(name) or "0").strip() == "1"
+
+
+def _resolve(domains: dict[str, str], name: str, where: str) -> str:
+    seen = []
+    while name not in WIRE_TYPES:
+        if name in seen or name not in domains:
+            raise SpecError(f"{where}: domain or type {name!r} does not resolve to a wire type")
+        seen.append(name)
+        name = domains[name]
+    return name
+
+
+def _field(element: ET.Element, domains: dict[str, str], where: str) -> Field:
+    name = _attr(element, "name", where)
+    domain = element.get("domain")
+    declared = domain or element.get("type")
+    if declared is None:
+        raise SpecError(f"{where}: field {name!r} has neither domain nor type")
+    return Field(name=name, key=snake(name), type=_resolve(domains, declared, f"{where}.{name}"),
+                 domain=domain, reserved=_flag(element, "reserved"))
+
+
+def parse_spec(text: str | bytes, source: str = "<string>") -> Spec:
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as error:
+        raise SpecError(f"{source}: not well-formed XML ({error})") from None
+    if root.tag != "amqp":
+        raise SpecError(f"{source}: root element is <{root.tag}>, expected <amqp>")
+
+    constants: dict[str, Constant] = {}
+    for element in root.findall("constant"):
+        constant = Constant(_attr(element, "name", source), _int(element, "value", source),
+                            element.get("class"))
+        constants[constant.name] = constant
+    domains = {_attr(d, "name", source): _attr(d, "type", source) for d in root.findall("domain")}
+
+    classes: dict[int, AmqpClass] = {}
+    by_name: dict[str, Method] = {}
+    for class_element in root.findall("class"):
+        class_name = _attr(class_element, "name", source)
+        class_id = _int(class_element, "index", f"{source}: class {class_name}")
+        where = f"{source}: {class_name}"
+        if class_id in classes:
+            raise SpecError(f"{where}: class id {class_id} is already {classes[class_id].name}")
+        properties = tuple(_field(f, domains, where) for f in class_element.findall("field"))
+        methods: dict[int, Method] = {}
+        for method_element in class_element.findall("method"):
+            name = _attr(method_element, "name", where)
+            method_id = _int(method_element, "index", f"{where}.{name}")
+            if method_id in methods:
+                raise SpecError(f"{where}.{name}: method id {method_id} is already "
+                                f"{methods[method_id].name}")
+            method = Method(
+                class_id=class_id, method_id=method_id, class_name=class_name, name=name,
+                fields=tuple(_field(f, domains, f"{where}.{name}")
+                             for f in method_element.findall("field")),
+                synchronous=_flag(method_element, "synchronous"),
+                content=_flag(method_element, "content"),
+                deprecated=_flag(method_element, "deprecated"),
+                responses=tuple(_attr(r, "name", where) for r in method_element.findall("response")),
+                receivers=frozenset(_attr(c, "name", where)
+                                    for c in method_element.findall("chassis")),
+            )
+            methods[method_id] = method
+            by_name[method.full_name] = method
+        classes[class_id] = AmqpClass(class_id, class_name, class_element.get("handler"),
+                                      properties, methods)
+
+    codes = {c.value: c for c in constants.values() if c.error_class or c.name == "reply-success"}
+    port = root.get("port")
+    return Spec(major=_int(root, "major", source), minor=_int(root, "minor", source),
+                revision=int(root.get("revision") or 0), port=int(port) if port else None,
+                comment=root.get("comment") or "", source=source, constants=constants,
+                domains=domains, classes=classes, _by_name=by_name, _codes=codes)
+
+
+@functools.lru_cache(maxsize=None)
+def load_spec(name_or_path: str = "0-9-1") -> Spec:
+    """A bundled spec by version ("0-9-1", "0-9") or any spec file by path; cached per process."""
+    if name_or_path in BUNDLED:
+        resource = resources.files("amqp_decode.specs") / BUNDLED[name_or_path]
+        return parse_spec(resource.read_bytes(), f"spec/{BUNDLED[name_or_path]}")
+    path = Path(name_or_path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SpecError(f"cannot read spec file {path}: {error.strerror}") from None
+    return parse_spec(data, str(path))

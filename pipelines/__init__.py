@@ -1,0 +1,1 @@
+"""The Spark side of amqpcap: decode jobs, Delta lake I/O and analytics transforms."""

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+
+from amqp_decode.errors import TruncatedFrame
+from amqp_decode.frames import looks_like_protocol_header, parse_protocol_header
+
+
+@pytest.mark.parametrize("raw, version, description", [
+    (b"AMQP\x00\x00\x09\x01", "0-9-1", "AMQP 0 0 9 1 (0-9-1)"),
+    (b"AMQP\x01\x01\x00\x09", "0-9", "AMQP 1 1 0 9 (0-9)"),
+    (b"AMQP\x01\x01\x08\x00", "0-8", "AMQP 1 1 8 0 (0-8)"),
+    (b"AMQP\x02\x00\x01\x01", None, "AMQP 2 0 1 1 (unknown version)"),
+    (b"HTTP/1.1", None, "not AMQP: 48 54 54 50 2f 31 2e 31"),
+])
+def test_protocol_headers(raw, version, description):
+    header = parse_protocol_header(raw)
+    assert (header.raw, header.version, header.description) == (raw, version, description)
+    assert header.is_amqp == raw.startswith(b"AMQP") == looks_like_protocol_header(raw)
+
+
+def test_short_protocol_header_is_truncated():
+    with pytest.raises(TruncatedFrame):
+        parse_protocol_header(b"AMQP\x00\x00")
