@@ -101,7 +101,7 @@ class FieldTableCodec:
         self.dialect = dialect
         kinds: dict[str, Decoder] = {
             "boolean": _boolean, "decimal": _decimal, "shortstr": _shortstr, "longstr": _longstr,
-            "bytes": _bytes, "void": _void, "table": self.decode_table, "array": self.decode_array,
+            "bytes": _bytes, "void": _void, "table": self._table, "array": self._array,
             **{kind: _fixed(fmt) for kind, fmt in _FIXED.items()},
         }
         # Keyed by the tag's byte value, so the hot loop indexes without decoding a character.
@@ -112,6 +112,15 @@ class FieldTableCodec:
                        for tag, kind in DIALECTS[dialect].items() if kind in _FIXED}
 
     def decode_table(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
+        """The table at offset o: (table, offset after it). Nesting is limited only by Python's
+        recursion limit (about 900 levels); deeper input is reported, not a crash."""
+        try:
+            return self._table(p, o, w)
+        except RecursionError:
+            raise MalformedPayload("field tables/arrays nested deeper than this decoder's recursion "
+                                   "limit", o) from None
+
+    def _table(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
         length = _U32(p, o)[0]
         start = o
         o += 4
@@ -154,7 +163,7 @@ class FieldTableCodec:
             raise MalformedPayload(f"field table entries overrun its {length}-byte length", start)
         return table, end
 
-    def decode_array(self, p: bytes, o: int, w: list | None) -> tuple[list, int]:
+    def _array(self, p: bytes, o: int, w: list | None) -> tuple[list, int]:
         length = _U32(p, o)[0]
         start = o
         o += 4

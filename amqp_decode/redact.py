@@ -5,8 +5,8 @@ and RabbitMQ's connection.update-secret `new-secret`. They are compiled to stay 
 module replaces them before any caller sees the arguments. For start-ok the login name is kept as
 `auth_user` where the mechanism defines one: PLAIN is `authzid NUL authcid NUL password` (RFC 4616),
 AMQPLAIN a field table without its length prefix holding LOGIN and PASSWORD, EXTERNAL an optional
-authorisation identity (not a secret), RABBIT-CR-DEMO the user name (the password follows in
-secure-ok). Every other mechanism keeps nothing.
+authorisation identity (not a secret; kept only when it holds no NUL, so a misused field cannot
+smuggle a PLAIN-style password through). Every other mechanism keeps nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def sasl_user(mechanism: str, response: bytes, tables: FieldTableCodec) -> str |
         except Exception:  # a malformed response still must not leak: keep no user
             return None
         return login.get("LOGIN") if isinstance(login.get("LOGIN"), str) else None
-    if mechanism in ("EXTERNAL", "RABBIT-CR-DEMO"):
+    if mechanism == "EXTERNAL" and b"\0" not in response:
         return response.decode("utf-8", TEXT_ERRORS) or None
     return None
 

@@ -62,6 +62,12 @@ def test_basic_header_with_thirteen_properties(codec):
         "user_id": "amqpcap", "app_id": "orders"}
 
 
+def test_basic_header_reserved_fourteenth_property(codec):
+    # flag 0x0004: 0-9-1's reserved property (0-9's cluster-id), which pamqp will not encode
+    frame = _decode_whole(codec, "02000100000013" "003c" "0000" "0000000000000003" "0004" "0463312d61" "ce")
+    assert (frame.property_flags, frame.properties) == ((0x0004,), {"reserved": "c1-a"})
+
+
 def test_basic_header_without_properties(codec):
     frame = _decode_whole(codec, "0200070000000e003c000000000000000000000000ce")
     assert (frame.body_size, frame.property_flags, frame.properties) == (0, (0,), {})
