@@ -1,0 +1,162 @@
+"""Capture files to link-layer records, through Scapy's raw readers (no dissection).
+
+pcap (micro- and nanosecond, either byte order), pcapng (any number of interfaces, each with its
+own link type and timestamp resolution) and gzip-compressed files of either. A damaged tail (a
+rotated capture cut mid-record) ends the file with what was read plus a `CaptureIssue`; a file that
+is not a capture at all raises `CaptureError` naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from scapy.error import Scapy_Exception
+from scapy.utils import RawPcapNgReader, RawPcapReader
+
+# Read records whole: Scapy's default cut is 65535 bytes, shorter than a loopback TCP segment.
+MAX_RECORD = 1 << 18
+
+LINK_TYPE_NAMES = {0: "NULL", 1: "EN10MB", 12: "RAW", 101: "RAW", 108: "LOOP", 113: "LINUX_SLL",
+                   228: "IPV4", 229: "IPV6", 276: "LINUX_SLL2"}
+
+
+class CaptureError(Exception):
+    """A file that cannot be read as a capture at all."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class CaptureIssue:
+    kind: str  # "truncated-record", "truncated-file"
+    detail: str
+    record: int  # index of the record where it happened
+    bytes_skipped: int
+
+
+@dataclass
+class CaptureInfo:
+    """What reading one file found; filled in as records are read."""
+
+    path: str
+    size: int
+    format: str = "unknown"  # "pcap", "pcap-ns", "pcapng"; "+gzip" appended when compressed
+    link_types: set[int] = field(default_factory=set)
+    records: int = 0
+    bytes: int = 0  # captured bytes of all records
+    first_ts_ns: int | None = None
+    last_ts_ns: int | None = None
+    issues: list[CaptureIssue] = field(default_factory=list)
+
+    @property
+    def link_type_names(self) -> list[str]:
+        return sorted(LINK_TYPE_NAMES.get(t, f"LINKTYPE_{t}") for t in self.link_types)
+
+
+def _quiet_scapy() -> None:
+    # Scapy logs damaged records as warnings; they are reported as CaptureIssues instead.
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+
+
+def open_capture(path: str):
+    _quiet_scapy()
+    try:
+        return RawPcapReader(path)
+    except FileNotFoundError:
+        raise CaptureError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CaptureError(path, "is a directory") from None
+    except PermissionError:
+        raise CaptureError(path, "permission denied") from None
+    except (Scapy_Exception, EOFError, OSError) as error:
+        raise CaptureError(path, f"not a pcap or pcapng capture ({error})") from None
+
+
+def read_records(path: str, info: CaptureInfo | None = None) -> Iterator[tuple[int, int, bytes]]:
+    """Yield (timestamp in ns, link type, record bytes) for each packet record of the file.
+
+    `info`, when given, is updated as records are read (format, link types, counts, issues).
+    """
+    info = info if info is not None else CaptureInfo(path, _size(path))
+    reader = open_capture(path)
+    compressed = type(reader.f).__name__ == "GzipFile"
+    try:
+        if isinstance(reader, RawPcapNgReader):
+            info.format = "pcapng"
+            records = _pcapng(reader)
+        else:
+            info.format = "pcap-ns" if reader.nano else "pcap"
+            records = _pcap(reader)
+        if compressed:
+            info.format += "+gzip"
+        index = 0
+        while True:
+            position = _tell(reader)
+            try:
+                ts_ns, link_type, data, caplen = next(records)
+            except StopIteration:
+                leftover = _tell(reader) - position
+                if leftover > 0:
+                    info.issues.append(CaptureIssue(
+                        "truncated-file", f"{leftover} bytes at the end do not form a complete "
+                        "record (a capture cut while being written?)", index, leftover))
+                return
+            except (EOFError, OSError, Scapy_Exception) as error:
+                info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
+                return
+            if len(data) < caplen:
+                info.issues.append(CaptureIssue(
+                    "truncated-record", f"record {index} holds {len(data)} of its {caplen} bytes",
+                    index, 0))
+            info.records += 1
+            info.bytes += len(data)
+            info.link_types.add(link_type)
+            if info.first_ts_ns is None:
+                info.first_ts_ns = ts_ns
+            info.last_ts_ns = ts_ns
+            index += 1
+            yield ts_ns, link_type, data
+    finally:
+        reader.close()
+
+
+def _pcap(reader) -> Iterator[tuple[int, int, bytes, int]]:
+    scale = 1 if reader.nano else 1000
+    link_type = reader.linktype
+    while True:
+        try:
+            data, meta = reader._read_packet(size=MAX_RECORD)  # Scapy's raw API for unparsed records
+        except EOFError:
+            return
+        yield meta.sec * 1_000_000_000 + meta.usec * scale, link_type, data, meta.caplen
+
+
+def _pcapng(reader) -> Iterator[tuple[int, int, bytes, int]]:
+    while True:
+        try:
+            data, meta = reader._read_packet(size=MAX_RECORD)
+        except EOFError:
+            return
+        ticks = (meta.tshigh << 32) | meta.tslow
+        resolution = meta.tsresol or 1_000_000
+        yield ticks * 1_000_000_000 // resolution, meta.linktype, data, len(data)
+
+
+def _tell(reader) -> int:
+    try:
+        return reader.f.tell()
+    except (OSError, ValueError):
+        return 0
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -1,0 +1,611 @@
+"""AMQP over one TCP connection: bytes of both directions in, one record per frame out.
+
+`AmqpConnection` is the `StreamSink` the TCP layer feeds. It decides whether the connection is
+AMQP at all and which side is the client (the side that sent the protocol header; else the side
+that sent the SYN; else the side not on a configured AMQP port; else the direction of the first
+method that travels only one way), picks the spec from the client's protocol header, and runs one
+`FrameReader` per direction.
+
+A `FrameReader` turns its direction's bytes into frames with the codec, resynchronising after a
+gap or a mid-stream start on the first offset where a frame header, its size and its frame-end
+agree and the next frame agrees too. Body frames larger than `STREAM_BODY_MIN` are consumed as
+their bytes arrive (hashed, never buffered whole), so a gap inside one costs only the bytes lost.
+Every byte of the stream ends up in a frame or in an issue's `bytes_skipped`.
+
+Records are plain dicts in the JSON contract of `amqpcap decode --jsonl` (see docs).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+
+from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
+from amqp_decode.errors import DecodeError, TruncatedFrame
+from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, ContentBody, ContentHeader, Heartbeat,
+                                MethodFrame, OtherFrame, parse_protocol_header)
+from amqp_decode.packets import format_endpoint
+from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+
+STREAM_BODY_MIN = 64 * 1024
+_FRAME_HEADER = struct.Struct(">BHI").unpack_from
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    amqp_ports: frozenset[int] = frozenset({5672})
+    tls_ports: frozenset[int] = frozenset({5671})
+    default_version: str = "0-9-1"  # for connections whose protocol header was not captured
+    max_frame: int = 16 << 20  # larger frames are treated as corrupt
+    resync_max_frame: int = 1 << 20  # largest frame a resynchronisation candidate may claim
+    capture_bodies: bool = False
+    body_cap: int = 4096  # bytes of each body kept when capture_bodies is on
+    pending_records: int = 10_000  # records held while the client side is still unknown
+
+
+class FrameReader:
+    """One direction's framing state."""
+
+    START, FRAMES, RESYNC, BODY, SKIP = range(5)
+
+    def __init__(self, connection: "AmqpConnection", direction: int) -> None:
+        self.connection = connection
+        self.direction = direction
+        self.buf = bytearray()
+        self.base = 0  # stream offset of buf[0]
+        self.end = 0  # stream offset after the last byte received
+        self.chunks: deque[tuple[int, int, int]] = deque()  # (end offset, ts_ns, capture) per delivery
+        self.state = self.START
+        self.mid_stream = False
+        self.skipped = 0  # bytes skipped in the current resynchronisation or skip
+        self.skip_remaining = 0
+        self.skip_detail = ""
+        self.body: dict | None = None  # streaming body frame in progress
+        self.frames = 0
+        self.decoded_bytes = 0
+        self.skipped_bytes = 0
+
+    # -- input --------------------------------------------------------------------------------
+
+    def data(self, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+        if offset != self.end:  # the TCP layer delivers in order; anything else is our bug
+            raise AssertionError(f"out-of-order delivery at {offset}, expected {self.end}")
+        if self.end == 0 and self.state == self.START and offset == 0:
+            self.mid_stream = not self.connection.syn_seen(self.direction)
+        self.end += len(data)
+        self.chunks.append((self.end, ts_ns, capture))
+        if self.buf:
+            self.buf += data
+        else:
+            self.buf = bytearray(data)
+            self.base = offset
+        self._process(final=False)
+
+    def gap(self, offset: int, size: int, ts_ns: int) -> None:
+        self.chunks.append((offset + size, ts_ns, -1))
+        if self.state == self.BODY and size < self.body["remaining"]:
+            self.body["remaining"] -= size
+            self.body["intact"] = False
+            self.body["lost"] += size
+            self.end += size
+            self._issue("gap", f"{size} bytes not captured inside a {self.body['size']}-byte body "
+                        "frame; framing kept", size, offset, offset + size, self.body["channel"])
+            return
+        buffered = len(self.buf)
+        frame_size = self._known_frame_size()
+        self.end += size
+        if frame_size is not None and self.base + frame_size > offset + size:
+            # The interrupted frame's extent is known: skip exactly to its end, no resync needed.
+            self.state = self.SKIP
+            self.skip_remaining = self.base + frame_size - (offset + size)
+            self.skipped = buffered + size
+            self.skip_detail = (f"{size} bytes not captured inside a {frame_size}-byte frame; "
+                                "the frame is lost, framing kept")
+            self.buf = bytearray()
+            self.base = offset + size
+            if self.skip_remaining == 0:
+                self._end_skip()
+            return
+        lost_from = self.base
+        if self.state == self.BODY:  # the gap runs past the body's end: the frame is lost
+            buffered += self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
+            lost_from = self.body["start"]
+            self.body = None
+        self._issue("gap", f"{size} bytes not captured" +
+                    (f"; {buffered} received bytes of an incomplete frame dropped" if buffered else ""),
+                    size + buffered, lost_from, offset + size, None)
+        self.buf = bytearray()
+        self.base = offset + size
+        self.state = self.RESYNC
+
+    def finish(self) -> None:
+        """The stream ended: decode what still can be and account for the rest."""
+        self._process(final=True)
+        left = len(self.buf)
+        if self.state == self.BODY:
+            done = self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
+            self._issue("truncated", f"stream ended inside a {self.body['size']}-byte body frame",
+                        done + left, self.body["start"], self.end, self.body["channel"])
+            self.body = None
+        elif self.state in (self.RESYNC, self.SKIP) and (self.skipped or left):
+            self._issue("resync" if self.state == self.RESYNC else "gap",
+                        self.skip_detail or "stream ended before frames could be found again",
+                        self.skipped + left, self.base - self.skipped, self.end, None)
+        elif left:
+            self._issue("truncated", f"stream ended inside a frame ({left} bytes)", left, self.base,
+                        self.end, None)
+        self.buf = bytearray()
+        self.skipped = 0
+
+    # -- framing ------------------------------------------------------------------------------
+
+    def _process(self, final: bool) -> None:
+        codec = self.connection.codec
+        buf = self.buf
+        pos = 0
+        while pos < len(buf):
+            state = self.state
+            if state == self.FRAMES:
+                try:
+                    frame, next_pos = codec.decode_frame(buf, pos, self.connection.settings.max_frame)
+                except TruncatedFrame:
+                    if self._start_body(buf, pos):
+                        pos = len(buf)
+                        continue
+                    break
+                except DecodeError as error:
+                    if error.frame_end is None:  # framing lost: bad frame-end, unknown type, oversize
+                        self._issue("framing", str(error), 0, self.base + pos, self.base + pos, None)
+                        self.state = self.RESYNC
+                        continue
+                    self._emit_error(error, pos)
+                    pos = error.frame_end
+                    continue
+                self._emit_frame(frame, pos, next_pos)
+                pos = next_pos
+            elif state == self.BODY:
+                pos = self._feed_body(buf, pos)
+            elif state == self.START:
+                available = len(buf) - pos
+                if buf[pos:pos + 4] == b"AMQP"[:min(4, available)] and available < PROTOCOL_HEADER_SIZE \
+                        and not final:
+                    break
+                if buf[pos:pos + 4] == b"AMQP" and available >= PROTOCOL_HEADER_SIZE:
+                    header = parse_protocol_header(buf[pos:pos + PROTOCOL_HEADER_SIZE])
+                    self.connection.protocol_header(self, header, self.base + pos)
+                    codec = self.connection.codec
+                    pos += PROTOCOL_HEADER_SIZE
+                    self.state = self.FRAMES
+                else:
+                    self.state = self.RESYNC if self.mid_stream else self.FRAMES
+                    if not self.mid_stream:
+                        self.connection.no_protocol_header(self)
+            elif state == self.RESYNC:
+                found = self._find_sync(buf, pos, final)
+                if found is None:  # need more bytes; keep only what may still hold a frame start
+                    keep_from = max(pos, len(buf) - self.connection.settings.resync_max_frame * 2)
+                    self.skipped += keep_from - pos
+                    pos = keep_from
+                    break
+                self.skipped += found - pos
+                if self.skipped:
+                    start = self.base + found - self.skipped
+                    self._issue("resync", "capture started mid-stream: bytes before the first whole "
+                                "frame" if start == 0 and self.mid_stream else
+                                "bytes skipped until frames were found again", self.skipped, start,
+                                self.base + found, None)
+                self.skipped = 0
+                pos = found
+                self.state = self.FRAMES
+            else:  # SKIP: the rest of a frame interrupted by a gap
+                step = min(self.skip_remaining, len(buf) - pos)
+                self.skip_remaining -= step
+                self.skipped += step
+                pos += step
+                if self.skip_remaining == 0:
+                    self._end_skip(pos)
+        if pos:
+            del buf[:pos]
+            self.base += pos
+        while self.chunks and self.chunks[0][0] <= self.base and len(self.chunks) > 1:
+            self.chunks.popleft()
+
+    def _end_skip(self, pos: int = 0) -> None:
+        self._issue("gap", self.skip_detail, self.skipped, self.base + pos - self.skipped,
+                    self.base + pos, None)
+        self.skipped = 0
+        self.skip_detail = ""
+        self.state = self.FRAMES
+
+    def _known_frame_size(self) -> int | None:
+        """Wire size of the partial frame at the buffer's start, if its header is there."""
+        if self.state != self.FRAMES or len(self.buf) < FRAME_HEADER_SIZE:
+            return None
+        frame_type, _, size = _FRAME_HEADER(self.buf, 0)
+        if frame_type not in self.connection.codec.frame_types or size > self.connection.settings.max_frame:
+            return None
+        return size + 8
+
+    def _find_sync(self, buf: bytearray, pos: int, final: bool) -> int | None:
+        codec = self.connection.codec
+        limit = self.connection.settings.resync_max_frame
+        for match in self.connection.frame_start.finditer(buf, pos):
+            i = match.start()
+            verdict = _plausible(codec, buf, i, limit)
+            if verdict is False:
+                continue
+            if verdict is None:  # frame not complete yet
+                return i if final else None
+            following = _plausible(codec, buf, verdict, limit)
+            if following is False:
+                continue
+            if following is None and verdict + FRAME_HEADER_SIZE > len(buf) and not final:
+                return None  # cannot check the next frame's header yet
+            return i
+        return len(buf) if final else None
+
+    # -- large bodies -------------------------------------------------------------------------
+
+    def _start_body(self, buf: bytearray, pos: int) -> bool:
+        if len(buf) - pos < FRAME_HEADER_SIZE:
+            return False
+        frame_type, channel, size = _FRAME_HEADER(buf, pos)
+        if self.connection.codec.frame_types.get(frame_type) != "body" or size < STREAM_BODY_MIN:
+            return False
+        self.body = {"start": self.base + pos, "channel": channel, "size": size,
+                     "remaining": size + 1, "intact": True, "lost": 0}
+        self.state = self.BODY
+        self._feed_body(buf, pos + FRAME_HEADER_SIZE)
+        return True
+
+    def _feed_body(self, buf: bytearray, pos: int) -> int:
+        body = self.body
+        payload_left = body["remaining"] - 1
+        take = min(payload_left, len(buf) - pos)
+        if take:
+            self.connection.body_bytes(self, body["channel"], buf[pos:pos + take])
+            body["remaining"] -= take
+            pos += take
+        if body["remaining"] == 1 and pos < len(buf):
+            end_octet = buf[pos]
+            pos += 1
+            body["remaining"] = 0
+            self.body = None
+            self.state = self.FRAMES
+            frame_end = self.connection.codec.frame_end
+            if end_octet != frame_end:
+                self._issue("framing", f"bad-frame-end: octet after a {body['size']}-byte body payload "
+                            f"is {end_octet:#04x}, not {frame_end:#04x}", body["size"] + 8,
+                            body["start"], self.base + pos, body["channel"])
+                self.state = self.RESYNC
+            else:
+                self.connection.streamed_body(self, body, self.base + pos)
+        return pos
+
+    # -- output -------------------------------------------------------------------------------
+
+    def _emit_frame(self, frame, pos: int, next_pos: int) -> None:
+        self.frames += 1
+        self.decoded_bytes += next_pos - pos
+        self.connection.frame(self, frame, self.base + pos, self.base + next_pos)
+
+    def _emit_error(self, error: DecodeError, pos: int) -> None:
+        size = error.frame_end - pos
+        self._issue(error.kind, error.detail, size, self.base + pos, self.base + error.frame_end,
+                    error.channel)
+
+    def _issue(self, kind: str, detail: str, skipped: int, start: int, end: int, channel) -> None:
+        self.skipped_bytes += skipped
+        self.connection.issue(self, kind, detail, skipped, start, max(start, end), channel)
+
+    def timestamps(self, start: int, end: int) -> tuple[int, int, int]:
+        """(ts of the first byte, ts of the last byte, capture index) of a stream range."""
+        first = last = None
+        for chunk_end, ts_ns, capture in self.chunks:
+            if first is None and chunk_end > start:
+                first = (ts_ns, capture)
+            if chunk_end >= end:
+                last = ts_ns
+                break
+        if first is None:
+            first = (self.chunks[-1][1], self.chunks[-1][2]) if self.chunks else (0, -1)
+        return first[0], last if last is not None else first[0], first[1]
+
+
+def _plausible(codec: Codec, buf: bytearray, i: int, limit: int):
+    """False if no frame can start at i; None if more bytes are needed to tell; else its end."""
+    if i + FRAME_HEADER_SIZE > len(buf):
+        return None
+    frame_type, channel, size = _FRAME_HEADER(buf, i)
+    if frame_type not in codec.frame_types or size > limit:
+        return False
+    kind = codec.frame_types[frame_type]
+    if kind == "heartbeat" and (size or channel):
+        return False
+    end = i + FRAME_HEADER_SIZE + size
+    if end >= len(buf):
+        return None
+    return end + 1 if buf[end] == codec.frame_end else False
+
+
+@dataclass
+class _Content:
+    """A content-bearing method waiting for its header and bodies on one channel."""
+
+    records: list = field(default_factory=list)
+    method: dict | None = None
+    body_size: int | None = None
+    received: int = 0
+    frames: int = 0
+    intact: bool = True
+    hasher: object = None
+    body: bytearray | None = None
+
+
+class AmqpConnection:
+    """The StreamSink for one TCP connection; appends finished records to `out`."""
+
+    def __init__(self, tcp, connection_id: str, codecs: dict[str, Codec], settings: StreamSettings,
+                 out: list, capture_names: list[str], on_end=None) -> None:
+        self.tcp = tcp
+        self.on_end = on_end
+        self.id = connection_id
+        self.codecs = codecs
+        self.settings = settings
+        self.out = out
+        self.capture_names = capture_names
+        self.endpoints = (format_endpoint(*tcp.a), format_endpoint(*tcp.b))
+        self.ports = (tcp.a[1], tcp.b[1])
+        self.version: str | None = None
+        self.codec = codecs[settings.default_version]
+        self.frame_start = _frame_start_pattern(self.codec)
+        self.readers = (FrameReader(self, 0), FrameReader(self, 1))
+        self.client: int | None = None  # direction index of the client
+        self.status = "undecided"  # -> "amqp", "not-amqp", "tls"
+        self.pending: list[tuple[int, dict]] = []
+        self.contents: dict[tuple[int, int], _Content] = {}
+        self.ignored_bytes = 0
+        self.first_data = [True, True]
+
+    # -- StreamSink -----------------------------------------------------------------------------
+
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+        if self.status == "undecided":
+            self._classify(direction, data)
+        if self.status != "amqp":
+            self.ignored_bytes += len(data)
+            return
+        self.readers[direction].data(offset, data, ts_ns, capture)
+
+    def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
+        if self.status == "amqp":
+            self.readers[direction].gap(offset, size, ts_ns)
+
+    def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
+        if self.status == "amqp":
+            reader = self.readers[direction]
+            self._record(reader, "issue", offset, offset + size, None, {
+                "issue_kind": "retransmission-conflict",
+                "detail": f"a retransmission carried {size} bytes that differ from the first copy; "
+                          "the first copy was decoded", "bytes_skipped": 0}, ts=(ts_ns, ts_ns, -1))
+
+    def end(self, reason: str, ts_ns: int) -> None:
+        self.end_reason = reason
+        if self.status == "amqp":
+            for reader in self.readers:
+                reader.finish()
+            for key in list(self.contents):
+                self._close_content(key, complete=False, why="connection ended")
+            if self.client is None:
+                self._decide_client(self._port_guess(), "guessed from ports")
+        if self.on_end is not None:
+            self.on_end(self)
+
+    # -- classification -------------------------------------------------------------------------
+
+    def syn_seen(self, direction: int) -> bool:
+        return self.tcp.halves[direction].syn
+
+    def _classify(self, direction: int, data: bytes) -> None:
+        if self.ports[0] in self.settings.tls_ports or self.ports[1] in self.settings.tls_ports:
+            self.status = "tls"
+            return
+        if data[:4] == b"AMQP" or self.ports[0] in self.settings.amqp_ports \
+                or self.ports[1] in self.settings.amqp_ports:
+            self.status = "amqp"
+            if self.tcp.syn_from is not None:
+                self._decide_client(self.tcp.syn_from, "SYN")
+            elif data[:4] != b"AMQP":
+                port_client = self._port_guess()
+                if port_client is not None:
+                    self._decide_client(port_client, "port")
+            return
+        self.status = "not-amqp"
+
+    def _port_guess(self) -> int | None:
+        a_amqp = self.ports[0] in self.settings.amqp_ports
+        b_amqp = self.ports[1] in self.settings.amqp_ports
+        if a_amqp != b_amqp:
+            return 1 if a_amqp else 0
+        return None
+
+    def protocol_header(self, reader: FrameReader, header, offset: int) -> None:
+        if self.client is None or self.client == reader.direction:
+            if self.client is None:
+                self._decide_client(reader.direction, "protocol header")
+            version = header.version
+            if version in self.codecs:
+                self.version = version
+                self.codec = self.codecs[version]
+                self.frame_start = _frame_start_pattern(self.codec)
+        self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None, {
+            "version": header.version, "protocol_header": header.description,
+            "raw": header.raw.hex()})
+        if header.is_amqp and header.version not in self.codecs:
+            self._record(reader, "issue", offset, offset + PROTOCOL_HEADER_SIZE, None, {
+                "issue_kind": "unsupported-version",
+                "detail": f"{header.description}: no spec loaded for it; decoding as "
+                          f"{self.codec.spec.version}", "bytes_skipped": 0})
+        reader.decoded_bytes += PROTOCOL_HEADER_SIZE
+        reader.frames += 1
+
+    def no_protocol_header(self, reader: FrameReader) -> None:
+        """A stream seen from its SYN that does not start with 'AMQP' (a server's first bytes)."""
+
+    def _decide_client(self, direction: int | None, how: str) -> None:
+        if direction is None:
+            direction = 0
+            how = "unknown: assumed the first source seen"
+        self.client = direction
+        self.client_reason = how
+        pending, self.pending = self.pending, []
+        for record_direction, record in pending:
+            self._label(record_direction, record)
+            self.out.append(record)
+
+    # -- frames -> records ---------------------------------------------------------------------
+
+    def frame(self, reader: FrameReader, frame, start: int, end: int) -> None:
+        kind = frame.kind
+        channel = frame.channel
+        if kind == "method":
+            method = frame.method
+            if self.client is None and len(method.directions) == 1:
+                sent_by_client = CLIENT_TO_SERVER in method.directions
+                self._decide_client(reader.direction if sent_by_client else 1 - reader.direction,
+                                    f"direction of {method.full_name}")
+            fields = {"method": method.full_name, "class_id": method.class_id,
+                      "method_id": method.method_id, "args": frame.args}
+            key = (reader.direction, channel)
+            if key in self.contents:
+                self._close_content(key, complete=False, why=f"{method.full_name} on the same channel")
+            record = self._record(reader, "method", start, end, channel, fields, hold=method.content)
+            if method.content:
+                self.contents[key] = _Content(records=[record], method=record,
+                                              hasher=hashlib.sha256(),
+                                              body=bytearray() if self.settings.capture_bodies else None)
+        elif kind == "header":
+            fields = {"class": frame.class_name, "class_id": frame.class_id, "weight": frame.weight,
+                      "body_size": frame.body_size, "property_flags": list(frame.property_flags),
+                      "properties": frame.properties}
+            content = self.contents.get((reader.direction, channel))
+            if content is None or content.body_size is not None:
+                self._record(reader, "header", start, end, channel, fields)
+                self._record(reader, "issue", start, end, channel, {
+                    "issue_kind": "unexpected-header",
+                    "detail": "content header without its content method (not captured, or a "
+                              "protocol error)", "bytes_skipped": 0})
+            else:
+                content.records.append(self._record(reader, "header", start, end, channel, fields, hold=True))
+                content.body_size = frame.body_size
+                if frame.body_size == 0:
+                    self._close_content((reader.direction, channel), complete=True)
+        elif kind == "body":
+            self._body(reader, channel, frame.payload, start, end)
+        elif kind == "heartbeat":
+            self._record(reader, "heartbeat", start, end, channel, {})
+        else:
+            self._record(reader, frame.kind, start, end, channel, {"frame_type": frame.frame_type,
+                                                                   "type_name": frame.type_name})
+        for warning in getattr(frame, "warnings", ()):
+            self._record(reader, "issue", start, end, channel, {
+                "issue_kind": warning.kind, "detail": warning.detail, "bytes_skipped": 0})
+
+    def _body(self, reader: FrameReader, channel: int, payload, start: int, end: int,
+              intact: bool = True) -> None:
+        key = (reader.direction, channel)
+        content = self.contents.get(key)
+        size = end - start - 8
+        if content is None or content.body_size is None:
+            self._record(reader, "body", start, end, channel, {"body_frame_size": size})
+            self._record(reader, "issue", start, end, channel, {
+                "issue_kind": "unexpected-body",
+                "detail": "content body without its method and header (not captured, or a "
+                          "protocol error)", "bytes_skipped": 0})
+            return
+        if payload is not None:
+            self._hash(content, payload)
+        content.received += size
+        content.frames += 1
+        content.intact &= intact
+        content.records.append(self._record(reader, "body", start, end, channel,
+                                            {"body_frame_size": size}, hold=True))
+        if content.received >= content.body_size:
+            self._close_content(key, complete=content.received == content.body_size)
+
+    def body_bytes(self, reader: FrameReader, channel: int, data) -> None:
+        """Part of a large body frame, as it streams in."""
+        content = self.contents.get((reader.direction, channel))
+        if content is not None and content.body_size is not None:
+            self._hash(content, data)
+
+    def streamed_body(self, reader: FrameReader, body: dict, end: int) -> None:
+        self._body(reader, body["channel"], None, body["start"], end, intact=body["intact"])
+        reader.frames += 1
+        reader.decoded_bytes += body["size"] + 8 - body["lost"]
+
+    def _hash(self, content: _Content, data) -> None:
+        content.hasher.update(data)
+        if content.body is not None and len(content.body) < self.settings.body_cap:
+            content.body += data[:self.settings.body_cap - len(content.body)]
+
+    def _close_content(self, key, complete: bool, why: str = "") -> None:
+        content = self.contents.pop(key)
+        complete = complete and content.intact and content.body_size is not None
+        summary = {"body_size": content.body_size, "body_received": content.received,
+                   "body_frames": content.frames, "complete": complete,
+                   "body_sha256": content.hasher.hexdigest() if complete else None}
+        if content.body is not None:
+            summary["body_b64"] = base64.b64encode(bytes(content.body)).decode()
+            summary["body_truncated"] = content.received > len(content.body)
+        content.method["message"] = summary
+        direction, channel = key
+        for record in content.records:
+            self._release(direction, record)
+        if not complete and why:
+            reader = self.readers[direction]
+            self._record(reader, "issue", content.method["offset"], content.method["offset"], channel, {
+                "issue_kind": "content-incomplete",
+                "detail": f"{content.method['method']} content ended after {content.received} of "
+                          f"{content.body_size if content.body_size is not None else '?'} body bytes "
+                          f"({why})", "bytes_skipped": 0})
+
+    def issue(self, reader: FrameReader, kind: str, detail: str, skipped: int, start: int, end: int,
+              channel) -> None:
+        self._record(reader, "issue", start, end, channel,
+                     {"issue_kind": kind, "detail": detail, "bytes_skipped": skipped})
+
+    def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, fields: dict,
+                hold: bool = False, ts=None) -> dict:
+        first, last, capture = ts if ts is not None else reader.timestamps(start, end)
+        record = {"ts": first / 1e9, "ts_ns": first, "ts_last_ns": last,
+                  "capture": self.capture_names[capture] if capture >= 0 else None,
+                  "connection": self.id, "client": None, "server": None, "dir": None,
+                  "channel": channel, "kind": kind, "offset": start, "size": end - start, **fields}
+        if not hold:
+            self._release(reader.direction, record)
+        return record
+
+    def _release(self, direction: int, record: dict) -> None:
+        if self.client is None:
+            self.pending.append((direction, record))
+            if len(self.pending) > self.settings.pending_records:
+                self._decide_client(self._port_guess(), "guessed from ports")
+            return
+        self._label(direction, record)
+        self.out.append(record)
+
+    def _label(self, direction: int, record: dict) -> None:
+        client = self.client
+        record["client"] = self.endpoints[client]
+        record["server"] = self.endpoints[1 - client]
+        record["dir"] = CLIENT_TO_SERVER if direction == client else SERVER_TO_CLIENT
+
+
+def _frame_start_pattern(codec: Codec) -> re.Pattern:
+    types = bytes(sorted(codec.frame_types))
+    return re.compile(b"[" + re.escape(types) + b"]")

@@ -1,0 +1,276 @@
+"""TCP reassembly: segments in capture order to one ordered byte stream per connection direction.
+
+Per direction, bytes are placed by sequence number (32-bit wrap-around unwrapped to a growing
+stream offset), duplicates and overlaps are delivered once (first copy wins; a retransmission whose
+bytes differ is reported), and out-of-order segments wait in a buffer bounded by `window` bytes.
+Bytes that were never captured become an explicit gap: when the window overflows, when the peer
+acknowledges past a hole, when a FIN lies beyond the data, or at the end of input. A SYN on a
+4-tuple whose connection has closed (or whose ISN differs) starts a new connection; a capture
+that starts mid-connection begins its stream at the first byte seen.
+
+The consumer (`StreamSink`) gets, per direction 0 (from endpoint A, the first source seen) or 1:
+data(direction, offset, bytes, ts_ns, capture), gap(direction, offset, size, ts_ns),
+conflict(direction, offset, size, ts_ns) and, once, end(reason, ts_ns).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import Callable, Protocol
+
+from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment
+
+SEQ_MOD = 1 << 32
+RECENT_BYTES = 64 * 1024  # delivered bytes kept to compare retransmissions against
+
+
+class StreamSink(Protocol):
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None: ...
+    def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None: ...
+    def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None: ...
+    def end(self, reason: str, ts_ns: int) -> None: ...
+
+
+class HalfStream:
+    """One direction of a connection."""
+
+    __slots__ = ("direction", "sink", "window", "base", "next", "pending", "pending_bytes", "fin",
+                 "recent", "recent_bytes", "order", "syn", "packets", "bytes", "duplicate_bytes")
+
+    def __init__(self, direction: int, sink: StreamSink, window: int) -> None:
+        self.direction = direction
+        self.sink = sink
+        self.window = window
+        self.base: int | None = None  # sequence number of stream offset 0
+        self.next = 0  # stream offset of the next byte to deliver
+        self.pending: list[tuple[int, int, bytes, int, int]] = []  # (offset, order, data, ts, capture)
+        self.pending_bytes = 0
+        self.fin: int | None = None  # stream offset of the FIN
+        self.recent: deque[tuple[int, bytes]] = deque()
+        self.recent_bytes = 0
+        self.order = 0
+        self.syn = False
+        self.packets = 0
+        self.bytes = 0
+        self.duplicate_bytes = 0
+
+    def offset(self, seq: int) -> int:
+        """The stream offset of a sequence number: the unwrapped value nearest to `next`."""
+        relative = (seq - self.base) % SEQ_MOD
+        return relative + ((self.next - relative + (1 << 31)) // SEQ_MOD) * SEQ_MOD
+
+    def on_syn(self, seq: int) -> None:
+        if self.base is None or (not self.syn and self.next == 0):
+            self.base = (seq + 1) % SEQ_MOD
+        self.syn = True
+
+    def on_segment(self, seq: int, data: bytes, fin: bool, ts_ns: int, capture: int) -> None:
+        self.packets += 1
+        if self.base is None:
+            self.base = seq  # mid-stream start: offset 0 is the first byte seen
+        start = self.offset(seq)
+        if fin:
+            self.fin = start + len(data)
+        if not data:
+            return
+        end = start + len(data)
+        if end <= self.next:
+            self.duplicate_bytes += len(data)
+            self._compare(start, data, ts_ns)
+            return
+        if start < self.next:
+            self.duplicate_bytes += self.next - start
+            self._compare(start, data[:self.next - start], ts_ns)
+            data = data[self.next - start:]
+            start = self.next
+        if start == self.next:
+            self._deliver(start, data, ts_ns, capture)
+            if self.pending:
+                self._drain()
+        else:
+            bisect.insort(self.pending, (start, self.order, data, ts_ns, capture))
+            self.order += 1
+            self.pending_bytes += len(data)
+            while self.pending_bytes > self.window:
+                self._skip_to_pending()
+
+    def on_ack_from_peer(self, ack: int) -> None:
+        """The peer acknowledged up to `ack`: a hole before it will never be filled."""
+        if self.pending and self.base is not None and self.offset(ack) >= self.pending[0][0]:
+            self._skip_to_pending()
+
+    def flush(self, ts_ns: int) -> None:
+        """No more segments will come: waiting data is delivered around its holes."""
+        while self.pending:
+            self._skip_to_pending()
+        if self.fin is not None and self.fin > self.next:
+            self.sink.gap(self.direction, self.next, self.fin - self.next, ts_ns)
+            self.next = self.fin
+
+    def _deliver(self, start: int, data: bytes, ts_ns: int, capture: int) -> None:
+        self.next = start + len(data)
+        self.bytes += len(data)
+        self.recent.append((start, data))
+        self.recent_bytes += len(data)
+        while self.recent_bytes > RECENT_BYTES and len(self.recent) > 1:
+            self.recent_bytes -= len(self.recent.popleft()[1])
+        self.sink.data(self.direction, start, data, ts_ns, capture)
+
+    def _drain(self) -> None:
+        while self.pending and self.pending[0][0] <= self.next:
+            start, _, data, ts_ns, capture = self.pending.pop(0)
+            self.pending_bytes -= len(data)
+            end = start + len(data)
+            if end <= self.next:
+                self.duplicate_bytes += len(data)
+                self._compare(start, data, ts_ns)
+                continue
+            if start < self.next:
+                self._compare(start, data[:self.next - start], ts_ns)
+                data, start = data[self.next - start:], self.next
+            self._deliver(start, data, ts_ns, capture)
+
+    def _skip_to_pending(self) -> None:
+        start, _, _, ts_ns, _ = self.pending[0]
+        if start > self.next:
+            self.sink.gap(self.direction, self.next, start - self.next, ts_ns)
+            self.next = start
+        self._drain()
+
+    def _compare(self, start: int, data: bytes, ts_ns: int) -> None:
+        """A retransmission must repeat what was delivered; report bytes that differ."""
+        end, differing = start + len(data), 0
+        for chunk_start, chunk in self.recent:
+            chunk_end = chunk_start + len(chunk)
+            if chunk_end <= start or chunk_start >= end:
+                continue
+            lo, hi = max(start, chunk_start), min(end, chunk_end)
+            ours, theirs = chunk[lo - chunk_start:hi - chunk_start], data[lo - start:hi - start]
+            if ours != theirs:
+                differing += sum(a != b for a, b in zip(ours, theirs))
+        if differing:
+            self.sink.conflict(self.direction, start, differing, ts_ns)
+
+
+class TcpConnection:
+    __slots__ = ("a", "b", "first_ts_ns", "last_ts_ns", "halves", "sink", "syn_from", "fins",
+                 "rst", "closed_at", "ended")
+
+    def __init__(self, a: tuple[bytes, int], b: tuple[bytes, int], ts_ns: int, sink: StreamSink,
+                 window: int) -> None:
+        self.a, self.b = a, b
+        self.first_ts_ns = self.last_ts_ns = ts_ns
+        self.sink = sink
+        self.halves = (HalfStream(0, sink, window), HalfStream(1, sink, window))
+        self.syn_from: int | None = None  # direction that sent the SYN (the TCP client)
+        self.fins = [False, False]
+        self.rst = False
+        self.closed_at: int | None = None
+        self.ended = False
+
+    @property
+    def closed(self) -> bool:
+        return self.rst or all(self.fins)
+
+    def end(self, reason: str, ts_ns: int) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        for half in self.halves:
+            half.flush(ts_ns)
+        self.sink.end(reason, ts_ns)
+
+    def end_reason(self) -> str:
+        return "rst" if self.rst else "fin" if any(self.fins) else "capture-end"
+
+
+SinkFactory = Callable[[TcpConnection], StreamSink]
+
+
+class TcpTracker:
+    """Routes segments to connections; creates and ends connections."""
+
+    def __init__(self, sink_factory: SinkFactory, window: int = 4 << 20,
+                 close_grace_ns: int = 10_000_000_000) -> None:
+        self.sink_factory = sink_factory
+        self.window = window
+        self.close_grace_ns = close_grace_ns
+        self.connections: dict[tuple, TcpConnection] = {}
+        self._closing: dict[int, TcpConnection] = {}  # id(connection) -> connection, awaiting grace
+        self.ignored_packets = 0  # packets for no known connection that carry neither data nor SYN
+        self.connections_seen = 0
+
+    def segment(self, seg: Segment, capture: int) -> None:
+        key = (seg.src, seg.sport, seg.dst, seg.dport)
+        connection = self.connections.get(key)
+        flags = seg.flags
+        if flags & TCP_SYN and not flags & TCP_ACK and connection is not None:
+            half = connection.halves[0 if (seg.src, seg.sport) == connection.a else 1]
+            same_syn = half.syn and half.base == (seg.seq + 1) % SEQ_MOD
+            if not same_syn and (connection.closed or half.syn or half.next or half.pending):
+                self._end(connection, "port-reuse" if not connection.closed else connection.end_reason(),
+                          seg.ts_ns)
+                connection = None
+        if connection is None:
+            if not seg.payload and not flags & TCP_SYN:
+                self.ignored_packets += 1
+                return
+            connection = self._open(seg)
+        direction = 0 if (seg.src, seg.sport) == connection.a else 1
+        half = connection.halves[direction]
+        connection.last_ts_ns = seg.ts_ns
+        if flags & TCP_SYN:
+            half.on_syn(seg.seq)
+            if not flags & TCP_ACK:
+                connection.syn_from = direction
+            half.packets += 1
+            if seg.payload:  # data on a SYN (TFO) starts at offset 0
+                half.on_segment((seg.seq + 1) % SEQ_MOD, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture)
+        else:
+            half.on_segment(seg.seq, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture)
+        if flags & TCP_ACK:
+            connection.halves[1 - direction].on_ack_from_peer(seg.ack)
+        if flags & TCP_FIN:
+            connection.fins[direction] = True
+        if flags & TCP_RST:
+            connection.rst = True
+        if connection.closed and connection.closed_at is None:
+            connection.closed_at = seg.ts_ns
+            self._closing[id(connection)] = connection
+        if self._closing:
+            self._expire(seg.ts_ns)
+
+    def finish(self) -> None:
+        """End of input: every remaining connection ends ("capture-end" unless it closed)."""
+        for connection in list(self._unique()):
+            self._end(connection, connection.end_reason(), connection.last_ts_ns)
+
+    def _open(self, seg: Segment) -> TcpConnection:
+        a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+        connection = TcpConnection(a, b, seg.ts_ns, None, self.window)  # type: ignore[arg-type]
+        connection.sink = sink = self.sink_factory(connection)
+        for half in connection.halves:
+            half.sink = sink
+        self.connections[(*a, *b)] = self.connections[(*b, *a)] = connection
+        self.connections_seen += 1
+        return connection
+
+    def _end(self, connection: TcpConnection, reason: str, ts_ns: int) -> None:
+        connection.end(reason, ts_ns)
+        self._closing.pop(id(connection), None)
+        for key in ((*connection.a, *connection.b), (*connection.b, *connection.a)):
+            if self.connections.get(key) is connection:
+                del self.connections[key]
+
+    def _expire(self, now_ns: int) -> None:
+        for connection in list(self._closing.values()):
+            if now_ns - connection.closed_at > self.close_grace_ns:
+                self._end(connection, connection.end_reason(), connection.last_ts_ns)
+
+    def _unique(self):
+        seen = set()
+        for connection in self.connections.values():
+            if id(connection) not in seen:
+                seen.add(id(connection))
+                yield connection
