@@ -48,6 +48,7 @@ class CaptureInfo:
     size: int
     format: str = "unknown"  # "pcap", "pcap-ns", "pcapng"; "+gzip" appended when compressed
     link_types: set[int] = field(default_factory=set)
+    resolutions: set[int] = field(default_factory=set)  # timestamp ticks per second (10**6, 10**9...)
     records: int = 0
     bytes: int = 0  # captured bytes of all records
     first_ts_ns: int | None = None
@@ -89,9 +90,10 @@ def read_records(path: str, info: CaptureInfo | None = None) -> Iterator[tuple[i
     try:
         if isinstance(reader, RawPcapNgReader):
             info.format = "pcapng"
-            records = _pcapng(reader)
+            records = _pcapng(reader, info.resolutions)
         else:
             info.format = "pcap-ns" if reader.nano else "pcap"
+            info.resolutions.add(10**9 if reader.nano else 10**6)
             records = _pcap(reader)
         if compressed:
             info.format += "+gzip"
@@ -137,7 +139,7 @@ def _pcap(reader) -> Iterator[tuple[int, int, bytes, int]]:
         yield meta.sec * 1_000_000_000 + meta.usec * scale, link_type, data, meta.caplen
 
 
-def _pcapng(reader) -> Iterator[tuple[int, int, bytes, int]]:
+def _pcapng(reader, resolutions: set[int]) -> Iterator[tuple[int, int, bytes, int]]:
     while True:
         try:
             data, meta = reader._read_packet(size=MAX_RECORD)
@@ -145,6 +147,7 @@ def _pcapng(reader) -> Iterator[tuple[int, int, bytes, int]]:
             return
         ticks = (meta.tshigh << 32) | meta.tslow
         resolution = meta.tsresol or 1_000_000
+        resolutions.add(resolution)
         yield ticks * 1_000_000_000 // resolution, meta.linktype, data, len(data)
 
 

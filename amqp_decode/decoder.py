@@ -47,6 +47,7 @@ class DecodeStats:
     skipped_packets: Counter = field(default_factory=Counter)
     connections: Counter = field(default_factory=Counter)  # status -> count
     ignored_bytes: int = 0  # TCP payload of connections that are not AMQP (or are TLS)
+    connection_summaries: list[dict] = field(default_factory=list)  # AmqpConnection.summary()
     records: Counter = field(default_factory=Counter)  # kind -> count
     issues: Counter = field(default_factory=Counter)  # issue_kind -> count
     bytes_skipped: int = 0
@@ -122,8 +123,11 @@ class CaptureDecoder:
         return records
 
     def _count_connection(self, connection: AmqpConnection) -> None:
-        self.stats.connections[connection.status] += 1
+        status = connection.status if connection.status != "undecided" else "no-payload"
+        self.stats.connections[status] += 1
         self.stats.ignored_bytes += connection.ignored_bytes
+        if connection.status == "amqp":
+            self.stats.connection_summaries.append(connection.summary())
 
     def _packets(self, paths: list[str]) -> Iterator[tuple[int, int, int, bytes]]:
         streams = []

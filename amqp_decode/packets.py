@@ -150,15 +150,20 @@ class PacketParser:
         _, length, next_header, _, src, dst = _IPV6(ip, 0)
         end = 40 + length if length and 40 + length <= len(ip) else len(ip)
         offset = 40
-        fragment = None
         while next_header in IPV6_EXTENSIONS or next_header == IPPROTO_FRAGMENT:
             if offset + 8 > end:
                 self.skipped["short-ip-header"] += 1
                 return None
             if next_header == IPPROTO_FRAGMENT:
+                # What follows is one piece of the fragmentable part (further extension headers
+                # and TCP): reassemble it, then go on parsing the whole.
                 frag, ident = struct.unpack_from(">HI", ip, offset + 2)
-                fragment = (frag & 0xFFF8, bool(frag & 1), ident)
-                next_header, offset = ip[offset], offset + 8
+                next_header = ip[offset]
+                whole = self._defragment((6, src, dst, ident), frag & 0xFFF8, bool(frag & 1),
+                                         ip[offset + 8:end])
+                if whole is None:
+                    return None
+                ip, offset, end = whole, 0, len(whole)
             elif next_header == 51:  # AH counts in 4-byte units
                 next_header, offset = ip[offset], offset + (ip[offset + 1] + 2) * 4
             else:
@@ -167,11 +172,6 @@ class PacketParser:
             self.skipped["not-tcp"] += 1
             return None
         payload = ip[offset:end]
-        if fragment is not None:
-            frag_offset, more, ident = fragment
-            payload = self._defragment((6, src, dst, ident), frag_offset, more, payload)
-            if payload is None:
-                return None
         return self._tcp(ts_ns, src, dst, payload)
 
     def _defragment(self, key: tuple, offset: int, more: bool, data: bytes) -> bytes | None:

@@ -159,7 +159,8 @@ class FrameReader:
                     break
                 except DecodeError as error:
                     if error.frame_end is None:  # framing lost: bad frame-end, unknown type, oversize
-                        self._issue("framing", str(error), 0, self.base + pos, self.base + pos, None)
+                        self._issue("framing", f"{error.kind}: {error.detail}", 0, self.base + pos,
+                                    self.base + pos, None)
                         self.state = self.RESYNC
                         continue
                     self._emit_error(error, pos)
@@ -185,11 +186,10 @@ class FrameReader:
                     if not self.mid_stream:
                         self.connection.no_protocol_header(self)
             elif state == self.RESYNC:
-                found = self._find_sync(buf, pos, final)
-                if found is None:  # need more bytes; keep only what may still hold a frame start
-                    keep_from = max(pos, len(buf) - self.connection.settings.resync_max_frame * 2)
-                    self.skipped += keep_from - pos
-                    pos = keep_from
+                found, keep = self._find_sync(buf, pos, final)
+                if found is None:  # need more bytes; drop what cannot start a frame
+                    self.skipped += keep - pos
+                    pos = keep
                     break
                 self.skipped += found - pos
                 if self.skipped:
@@ -230,23 +230,33 @@ class FrameReader:
             return None
         return size + 8
 
-    def _find_sync(self, buf: bytearray, pos: int, final: bool) -> int | None:
+    def _find_sync(self, buf: bytearray, pos: int, final: bool) -> tuple[int | None, int]:
+        """(sync offset, None) where a frame checks out and so does the one after it, or (None,
+        keep): no sync yet, and bytes before `keep` can never start one. A candidate whose frame
+        has not fully arrived is never taken over a later one that checks out: inside a body, a
+        false candidate claiming a large frame is far likelier than two consecutive good frames."""
         codec = self.connection.codec
         limit = self.connection.settings.resync_max_frame
+        waiting = None  # first candidate that needs more bytes to judge
         for match in self.connection.frame_start.finditer(buf, pos):
             i = match.start()
             verdict = _plausible(codec, buf, i, limit)
             if verdict is False:
                 continue
-            if verdict is None:  # frame not complete yet
-                return i if final else None
+            if verdict is None:
+                waiting = i if waiting is None else waiting
+                continue
             following = _plausible(codec, buf, verdict, limit)
             if following is False:
                 continue
             if following is None and verdict + FRAME_HEADER_SIZE > len(buf) and not final:
-                return None  # cannot check the next frame's header yet
-            return i
-        return len(buf) if final else None
+                waiting = i if waiting is None else waiting  # the next header has not arrived
+                continue
+            return i, len(buf)
+        if final:
+            return len(buf), len(buf)
+        keep = waiting if waiting is not None else max(pos, len(buf) - FRAME_HEADER_SIZE + 1)
+        return None, max(keep, len(buf) - 2 * limit)
 
     # -- large bodies -------------------------------------------------------------------------
 
@@ -369,7 +379,8 @@ class AmqpConnection:
         self.pending: list[tuple[int, dict]] = []
         self.contents: dict[tuple[int, int], _Content] = {}
         self.ignored_bytes = 0
-        self.first_data = [True, True]
+        self.client_reason: str | None = None
+        self.end_reason: str | None = None
 
     # -- StreamSink -----------------------------------------------------------------------------
 
@@ -404,6 +415,24 @@ class AmqpConnection:
                 self._decide_client(self._port_guess(), "guessed from ports")
         if self.on_end is not None:
             self.on_end(self)
+
+    def summary(self) -> dict:
+        """Per-connection facts for reports and byte accounting (direction labels as in records)."""
+        directions = {}
+        for reader in self.readers:
+            label = "?" if self.client is None else (
+                CLIENT_TO_SERVER if reader.direction == self.client else SERVER_TO_CLIENT)
+            half = self.tcp.halves[reader.direction]
+            directions[label] = {"stream_bytes": half.next, "decoded_bytes": reader.decoded_bytes,
+                                 "skipped_bytes": reader.skipped_bytes, "frames": reader.frames,
+                                 "packets": half.packets, "duplicate_bytes": half.duplicate_bytes}
+        client = self.client if self.client is not None else 0
+        return {"connection": self.id, "status": self.status, "client": self.endpoints[client],
+                "server": self.endpoints[1 - client], "client_decided_by": self.client_reason,
+                "version": self.version, "first_ts_ns": self.tcp.first_ts_ns,
+                "last_ts_ns": self.tcp.last_ts_ns, "syn_seen": self.tcp.syn_from is not None,
+                "end_reason": self.end_reason, "ignored_bytes": self.ignored_bytes,
+                "directions": directions}
 
     # -- classification -------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ Per direction, bytes are placed by sequence number (32-bit wrap-around unwrapped
 stream offset), duplicates and overlaps are delivered once (first copy wins; a retransmission whose
 bytes differ is reported), and out-of-order segments wait in a buffer bounded by `window` bytes.
 Bytes that were never captured become an explicit gap: when the window overflows, when the peer
-acknowledges past a hole, when a FIN lies beyond the data, or at the end of input. A SYN on a
+acknowledges past a hole (HOLE_ACKS times), when a FIN lies beyond the data, or at the end of input. A SYN on a
 4-tuple whose connection has closed (or whose ISN differs) starts a new connection; a capture
 that starts mid-connection begins its stream at the first byte seen.
 
@@ -23,6 +23,10 @@ from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment
 
 SEQ_MOD = 1 << 32
 RECENT_BYTES = 64 * 1024  # delivered bytes kept to compare retransmissions against
+# Peer ACKs past a hole before it is declared never captured. One could be a capture that merely
+# reordered packets (the late segment still comes); three, like TCP's duplicate-ACK threshold,
+# means the segment crossed the wire while the capture missed it.
+HOLE_ACKS = 3
 
 
 class StreamSink(Protocol):
@@ -36,7 +40,8 @@ class HalfStream:
     """One direction of a connection."""
 
     __slots__ = ("direction", "sink", "window", "base", "next", "pending", "pending_bytes", "fin",
-                 "recent", "recent_bytes", "order", "syn", "packets", "bytes", "duplicate_bytes")
+                 "recent", "recent_bytes", "order", "syn", "packets", "bytes", "duplicate_bytes",
+                 "hole_acks")
 
     def __init__(self, direction: int, sink: StreamSink, window: int) -> None:
         self.direction = direction
@@ -54,6 +59,7 @@ class HalfStream:
         self.packets = 0
         self.bytes = 0
         self.duplicate_bytes = 0
+        self.hole_acks = 0
 
     def offset(self, seq: int) -> int:
         """The stream offset of a sequence number: the unwrapped value nearest to `next`."""
@@ -96,9 +102,11 @@ class HalfStream:
                 self._skip_to_pending()
 
     def on_ack_from_peer(self, ack: int) -> None:
-        """The peer acknowledged up to `ack`: a hole before it will never be filled."""
+        """The peer acknowledged up to `ack`: repeated past a hole, the hole will not be filled."""
         if self.pending and self.base is not None and self.offset(ack) >= self.pending[0][0]:
-            self._skip_to_pending()
+            self.hole_acks += 1
+            if self.hole_acks >= HOLE_ACKS:
+                self._skip_to_pending()
 
     def flush(self, ts_ns: int) -> None:
         """No more segments will come: waiting data is delivered around its holes."""
@@ -118,6 +126,7 @@ class HalfStream:
         self.sink.data(self.direction, start, data, ts_ns, capture)
 
     def _drain(self) -> None:
+        self.hole_acks = 0
         while self.pending and self.pending[0][0] <= self.next:
             start, _, data, ts_ns, capture = self.pending.pop(0)
             self.pending_bytes -= len(data)
@@ -132,6 +141,7 @@ class HalfStream:
             self._deliver(start, data, ts_ns, capture)
 
     def _skip_to_pending(self) -> None:
+        self.hole_acks = 0
         start, _, _, ts_ns, _ = self.pending[0]
         if start > self.next:
             self.sink.gap(self.direction, self.next, start - self.next, ts_ns)

@@ -1,0 +1,5 @@
+import sys
+
+from .record import main
+
+sys.exit(main())
