@@ -53,14 +53,14 @@ class Method:
     # The XML names the peer that must implement (receive) the method: "server" means C>S.
     receivers: frozenset[str]
 
-    @property
+    @functools.cached_property  # read for every decoded frame
     def full_name(self) -> str:
         return f"{self.class_name}.{self.name}"
 
     def __repr__(self) -> str:
         return f"<Method {self.full_name} {self.class_id}/{self.method_id}>"
 
-    @property
+    @functools.cached_property
     def directions(self) -> frozenset[str]:
         return frozenset({CLIENT_TO_SERVER if r == "server" else SERVER_TO_CLIENT
                           for r in self.receivers})

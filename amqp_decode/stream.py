@@ -64,6 +64,8 @@ class FrameReader:
         self.skipped = 0  # bytes skipped in the current resynchronisation or skip
         self.skip_remaining = 0
         self.skip_detail = ""
+        self.resync_waiting: list[int] = []  # stream offsets of candidates not yet decidable
+        self.resync_scanned = 0  # stream offset up to which candidates have been judged
         self.body: dict | None = None  # streaming body frame in progress
         self.frames = 0
         self.decoded_bytes = 0
@@ -80,10 +82,16 @@ class FrameReader:
         self.chunks.append((self.end, ts_ns, capture))
         if self.buf:
             self.buf += data
-        else:
-            self.buf = bytearray(data)
-            self.base = offset
-        self._process(final=False)
+            self._process(final=False)
+            return
+        # Nothing buffered (the usual case): work on the segment itself and keep only a partial
+        # frame left at its end.
+        self.base = offset
+        used = self._run(data, final=False)
+        if used < len(data):
+            self.buf = bytearray(data[used:])
+        self.base = offset + used
+        self._forget_chunks()
 
     def gap(self, offset: int, size: int, ts_ns: int) -> None:
         self.chunks.append((offset + size, ts_ns, -1))
@@ -144,8 +152,21 @@ class FrameReader:
     # -- framing ------------------------------------------------------------------------------
 
     def _process(self, final: bool) -> None:
+        pos = self._run(self.buf, final)
+        if pos:
+            del self.buf[:pos]
+            self.base += pos
+        self._forget_chunks()
+
+    def _forget_chunks(self) -> None:
+        chunks = self.chunks
+        while len(chunks) > 1 and chunks[0][0] <= self.base:
+            chunks.popleft()
+
+    def _run(self, buf, final: bool) -> int:
+        """Decode from the start of `buf` (whose first byte is at stream offset self.base) as far
+        as its bytes allow; return how many bytes were consumed. `buf` is only read."""
         codec = self.connection.codec
-        buf = self.buf
         pos = 0
         while pos < len(buf):
             state = self.state
@@ -208,11 +229,7 @@ class FrameReader:
                 pos += step
                 if self.skip_remaining == 0:
                     self._end_skip(pos)
-        if pos:
-            del buf[:pos]
-            self.base += pos
-        while self.chunks and self.chunks[0][0] <= self.base and len(self.chunks) > 1:
-            self.chunks.popleft()
+        return pos
 
     def _end_skip(self, pos: int = 0) -> None:
         self._issue("gap", self.skip_detail, self.skipped, self.base + pos - self.skipped,
@@ -231,32 +248,57 @@ class FrameReader:
         return size + 8
 
     def _find_sync(self, buf: bytearray, pos: int, final: bool) -> tuple[int | None, int]:
-        """(sync offset, None) where a frame checks out and so does the one after it, or (None,
-        keep): no sync yet, and bytes before `keep` can never start one. A candidate whose frame
-        has not fully arrived is never taken over a later one that checks out: inside a body, a
-        false candidate claiming a large frame is far likelier than two consecutive good frames."""
+        """(sync offset, _) where a frame checks out and so does the one after it, or (None, keep):
+        no sync yet, and bytes before `keep` can never start one.
+
+        A candidate whose frame has not fully arrived is never taken over a later one that checks
+        out (inside a body, a false candidate claiming a large frame is far likelier than two
+        consecutive good frames). A rejected candidate stays rejected, so each call only re-judges
+        the undecided ones and scans the bytes that arrived since the last call."""
+        base = self.base
+        undecided = []
+        found = None
+        for absolute in self.resync_waiting:
+            i = absolute - base
+            if i < pos:
+                continue
+            verdict = self._judge(buf, i, final)
+            if verdict:
+                found = i
+                break
+            if verdict is None:
+                undecided.append(absolute)
+        if found is None:
+            for match in self.connection.frame_start.finditer(buf, max(pos, self.resync_scanned - base)):
+                i = match.start()
+                verdict = self._judge(buf, i, final)
+                if verdict:
+                    found = i
+                    break
+                if verdict is None:
+                    undecided.append(base + i)
+        if found is not None or final:
+            self.resync_waiting, self.resync_scanned = [], 0
+            return (found if found is not None else len(buf)), len(buf)
+        self.resync_scanned = base + len(buf)
+        keep = undecided[0] - base if undecided else max(pos, len(buf) - FRAME_HEADER_SIZE + 1)
+        keep = max(keep, len(buf) - 2 * self.connection.settings.resync_max_frame)  # bounded memory
+        self.resync_waiting = [a for a in undecided if a - base >= keep]
+        return None, keep
+
+    def _judge(self, buf: bytearray, i: int, final: bool) -> bool | None:
+        """Does a frame start at i? True, False, or None while the bytes to tell are missing."""
         codec = self.connection.codec
         limit = self.connection.settings.resync_max_frame
-        waiting = None  # first candidate that needs more bytes to judge
-        for match in self.connection.frame_start.finditer(buf, pos):
-            i = match.start()
-            verdict = _plausible(codec, buf, i, limit)
-            if verdict is False:
-                continue
-            if verdict is None:
-                waiting = i if waiting is None else waiting
-                continue
-            following = _plausible(codec, buf, verdict, limit)
-            if following is False:
-                continue
-            if following is None and verdict + FRAME_HEADER_SIZE > len(buf) and not final:
-                waiting = i if waiting is None else waiting  # the next header has not arrived
-                continue
-            return i, len(buf)
-        if final:
-            return len(buf), len(buf)
-        keep = waiting if waiting is not None else max(pos, len(buf) - FRAME_HEADER_SIZE + 1)
-        return None, max(keep, len(buf) - 2 * limit)
+        verdict = _plausible(codec, buf, i, limit)
+        if verdict is False or verdict is None:
+            return verdict
+        following = _plausible(codec, buf, verdict, limit)
+        if following is False:
+            return False
+        if following is None and verdict + FRAME_HEADER_SIZE > len(buf) and not final:
+            return None  # the next frame's header has not arrived yet
+        return True
 
     # -- large bodies -------------------------------------------------------------------------
 
@@ -277,7 +319,8 @@ class FrameReader:
         payload_left = body["remaining"] - 1
         take = min(payload_left, len(buf) - pos)
         if take:
-            self.connection.body_bytes(self, body["channel"], buf[pos:pos + take])
+            with memoryview(buf) as view:  # no copy; released before the buffer can be resized
+                self.connection.body_bytes(self, body["channel"], view[pos:pos + take])
             body["remaining"] -= take
             pos += take
         if body["remaining"] == 1 and pos < len(buf):
@@ -314,6 +357,9 @@ class FrameReader:
 
     def timestamps(self, start: int, end: int) -> tuple[int, int, int]:
         """(ts of the first byte, ts of the last byte, capture index) of a stream range."""
+        chunk_end, ts_ns, capture = self.chunks[0] if self.chunks else (0, 0, -1)
+        if start < chunk_end and end <= chunk_end:  # the usual case: one segment holds it all
+            return ts_ns, ts_ns, capture
         first = last = None
         for chunk_end, ts_ns, capture in self.chunks:
             if first is None and chunk_end > start:
@@ -611,12 +657,22 @@ class AmqpConnection:
     def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, fields: dict,
                 hold: bool = False, ts=None) -> dict:
         first, last, capture = ts if ts is not None else reader.timestamps(start, end)
+        client = self.client
+        if client is None:  # labelled once the client side is known
+            ends, direction = (None, None), None
+        else:
+            ends = self.endpoints if client == 0 else self.endpoints[::-1]
+            direction = CLIENT_TO_SERVER if reader.direction == client else SERVER_TO_CLIENT
         record = {"ts": first / 1e9, "ts_ns": first, "ts_last_ns": last,
                   "capture": self.capture_names[capture] if capture >= 0 else None,
-                  "connection": self.id, "client": None, "server": None, "dir": None,
-                  "channel": channel, "kind": kind, "offset": start, "size": end - start, **fields}
+                  "connection": self.id, "client": ends[0], "server": ends[1], "dir": direction,
+                  "channel": channel, "kind": kind, "offset": start, "size": end - start}
+        record.update(fields)
         if not hold:
-            self._release(reader.direction, record)
+            if client is None:
+                self._release(reader.direction, record)
+            else:
+                self.out.append(record)
         return record
 
     def _release(self, direction: int, record: dict) -> None:

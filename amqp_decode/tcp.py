@@ -73,6 +73,8 @@ class HalfStream:
 
     def on_segment(self, seq: int, data: bytes, fin: bool, ts_ns: int, capture: int) -> None:
         self.packets += 1
+        if not data and not fin:  # a pure ACK: nothing to place
+            return
         if self.base is None:
             self.base = seq  # mid-stream start: offset 0 is the first byte seen
         start = self.offset(seq)
@@ -207,7 +209,8 @@ class TcpTracker:
         self.window = window
         self.close_grace_ns = close_grace_ns
         self.connections: dict[tuple, TcpConnection] = {}
-        self._closing: dict[int, TcpConnection] = {}  # id(connection) -> connection, awaiting grace
+        # closed connections awaiting their grace period, in the order they closed
+        self._closing: deque[TcpConnection] = deque()
         self.ignored_packets = 0  # packets for no known connection that carry neither data nor SYN
         self.connections_seen = 0
 
@@ -240,15 +243,18 @@ class TcpTracker:
         else:
             half.on_segment(seg.seq, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture)
         if flags & TCP_ACK:
-            connection.halves[1 - direction].on_ack_from_peer(seg.ack)
-        if flags & TCP_FIN:
-            connection.fins[direction] = True
-        if flags & TCP_RST:
-            connection.rst = True
-        if connection.closed and connection.closed_at is None:
-            connection.closed_at = seg.ts_ns
-            self._closing[id(connection)] = connection
-        if self._closing:
+            other = connection.halves[1 - direction]
+            if other.pending:
+                other.on_ack_from_peer(seg.ack)
+        if flags & (TCP_FIN | TCP_RST):
+            if flags & TCP_FIN:
+                connection.fins[direction] = True
+            if flags & TCP_RST:
+                connection.rst = True
+            if connection.closed and connection.closed_at is None:
+                connection.closed_at = seg.ts_ns
+                self._closing.append(connection)
+        if self._closing and seg.ts_ns - self._closing[0].closed_at > self.close_grace_ns:
             self._expire(seg.ts_ns)
 
     def finish(self) -> None:
@@ -268,14 +274,15 @@ class TcpTracker:
 
     def _end(self, connection: TcpConnection, reason: str, ts_ns: int) -> None:
         connection.end(reason, ts_ns)
-        self._closing.pop(id(connection), None)
         for key in ((*connection.a, *connection.b), (*connection.b, *connection.a)):
             if self.connections.get(key) is connection:
                 del self.connections[key]
 
     def _expire(self, now_ns: int) -> None:
-        for connection in list(self._closing.values()):
-            if now_ns - connection.closed_at > self.close_grace_ns:
+        closing = self._closing
+        while closing and now_ns - closing[0].closed_at > self.close_grace_ns:
+            connection = closing.popleft()
+            if not connection.ended:  # a port reuse may have ended it already
                 self._end(connection, connection.end_reason(), connection.last_ts_ns)
 
     def _unique(self):
