@@ -23,6 +23,7 @@ test: setup
 
 bench: setup
 	$(PY) bench/codec_bench.py
+	$(PY) bench/decode_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -74,8 +74,12 @@ def connection_id(a: str, b: str, first_ts_ns: int) -> str:
 
 
 class CaptureDecoder:
-    def __init__(self, settings: DecodeSettings = DecodeSettings()) -> None:
+    def __init__(self, settings: DecodeSettings = DecodeSettings(),
+                 collect_connections: bool = False) -> None:
+        """`collect_connections` keeps one summary per AMQP connection in stats (byte accounting,
+        end reason...); off by default so memory does not grow with the number of connections."""
         self.settings = settings
+        self.collect_connections = collect_connections
         specs = dict(settings.specs)
         self.codecs = {version: Codec(load_spec(specs.get(version, version)), settings.dialect)
                        for version in BUNDLED}
@@ -129,7 +133,7 @@ class CaptureDecoder:
         status = connection.status if connection.status != "undecided" else "no-payload"
         self.stats.connections[status] += 1
         self.stats.ignored_bytes += connection.ignored_bytes
-        if connection.status == "amqp":
+        if connection.status == "amqp" and self.collect_connections:
             self.stats.connection_summaries.append(connection.summary())
 
     def _packets(self, paths: list[str]) -> Iterator[tuple[int, int, int, bytes]]:

@@ -57,6 +57,17 @@ class PacketParser:
         self._max_fragment_sets = max_fragment_sets
 
     def parse(self, ts_ns: int, link_type: int, data: bytes) -> Segment | None:
+        # Fast path for the common case, Ethernet + IPv4 (no fragment) + TCP, in one go.
+        if link_type == 1 and len(data) >= 54 and data[12] == 8 and data[13] == 0 and data[23] == 6 \
+                and not data[20] & 0x3F and not data[21]:
+            header = (data[14] & 0x0F) * 4
+            tcp = 14 + header
+            total = (data[16] << 8) | data[17]
+            end = 14 + total if header <= total <= len(data) - 14 else len(data)
+            if header >= 20 and tcp + 20 <= end:
+                sport, dport, seq, ack, data_offset, flags = _TCP(data, tcp)
+                return Segment(ts_ns, data[26:30], sport, data[30:34], dport, seq, ack, flags,
+                               data[tcp + (data_offset >> 4) * 4:end])
         ip = self._link(link_type, data)
         if ip is None:
             return None

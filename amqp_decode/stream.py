@@ -74,8 +74,14 @@ class FrameReader:
     # -- input --------------------------------------------------------------------------------
 
     def data(self, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
-        if offset != self.end:  # the TCP layer delivers in order; anything else is our bug
-            raise AssertionError(f"out-of-order delivery at {offset}, expected {self.end}")
+        if offset != self.end:  # the TCP layer delivers in order; never crash if it did not
+            if offset > self.end:
+                self.gap(self.end, offset - self.end, ts_ns)
+            else:
+                data = data[self.end - offset:]
+                offset = self.end
+                if not data:
+                    return
         if self.end == 0 and self.state == self.START and offset == 0:
             self.mid_stream = not self.connection.syn_seen(self.direction)
         self.end += len(data)
@@ -167,12 +173,13 @@ class FrameReader:
         """Decode from the start of `buf` (whose first byte is at stream offset self.base) as far
         as its bytes allow; return how many bytes were consumed. `buf` is only read."""
         codec = self.connection.codec
+        decode, max_frame, size = codec.decode_frame, self.connection.settings.max_frame, len(buf)
         pos = 0
-        while pos < len(buf):
+        while pos < size:
             state = self.state
             if state == self.FRAMES:
                 try:
-                    frame, next_pos = codec.decode_frame(buf, pos, self.connection.settings.max_frame)
+                    frame, next_pos = decode(buf, pos, max_frame)
                 except TruncatedFrame:
                     if self._start_body(buf, pos):
                         pos = len(buf)
@@ -425,6 +432,7 @@ class AmqpConnection:
         self.pending: list[tuple[int, dict]] = []
         self.contents: dict[tuple[int, int], _Content] = {}
         self.ignored_bytes = 0
+        self.early_gaps: list[tuple[int, int, int, int]] = []
         self.client_reason: str | None = None
         self.end_reason: str | None = None
 
@@ -433,6 +441,10 @@ class AmqpConnection:
     def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
         if self.status == "undecided":
             self._classify(direction, data)
+            if self.status == "amqp":  # gaps reported before anything could be classified
+                for early in self.early_gaps:
+                    self.readers[early[0]].gap(*early[1:])
+            self.early_gaps = []
         if self.status != "amqp":
             self.ignored_bytes += len(data)
             return
@@ -441,6 +453,8 @@ class AmqpConnection:
     def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
         if self.status == "amqp":
             self.readers[direction].gap(offset, size, ts_ns)
+        elif self.status == "undecided":
+            self.early_gaps.append((direction, offset, size, ts_ns))
 
     def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
         if self.status == "amqp":
@@ -452,6 +466,13 @@ class AmqpConnection:
 
     def end(self, reason: str, ts_ns: int) -> None:
         self.end_reason = reason
+        if self.status == "tls":  # flagged, not decoded: one issue with what was skipped
+            client = self._port_guess(self.settings.tls_ports)
+            self._decide_client(client if client is not None else self.tcp.syn_from, "TLS port")
+            self._record(self.readers[0], "issue", 0, 0, None, {
+                "issue_kind": "tls-not-decoded",
+                "detail": f"connection on a TLS port: {self.ignored_bytes} encrypted bytes not decoded",
+                "bytes_skipped": self.ignored_bytes}, ts=(self.tcp.first_ts_ns, self.tcp.last_ts_ns, -1))
         if self.status == "amqp":
             for reader in self.readers:
                 reader.finish()
@@ -501,9 +522,11 @@ class AmqpConnection:
             return
         self.status = "not-amqp"
 
-    def _port_guess(self) -> int | None:
-        a_amqp = self.ports[0] in self.settings.amqp_ports
-        b_amqp = self.ports[1] in self.settings.amqp_ports
+    def _port_guess(self, server_ports: frozenset[int] | None = None) -> int | None:
+        """The client's direction when exactly one side is on a server port."""
+        server_ports = self.settings.amqp_ports if server_ports is None else server_ports
+        a_amqp = self.ports[0] in server_ports
+        b_amqp = self.ports[1] in server_ports
         if a_amqp != b_amqp:
             return 1 if a_amqp else 0
         return None
@@ -583,12 +606,15 @@ class AmqpConnection:
             self._body(reader, channel, frame.payload, start, end)
         elif kind == "heartbeat":
             self._record(reader, "heartbeat", start, end, channel, {})
-        else:
-            self._record(reader, frame.kind, start, end, channel, {"frame_type": frame.frame_type,
-                                                                   "type_name": frame.type_name})
-        for warning in getattr(frame, "warnings", ()):
+        else:  # a frame type the spec defines but nothing here interprets (0-9 trace, oob-*)
             self._record(reader, "issue", start, end, channel, {
-                "issue_kind": warning.kind, "detail": warning.detail, "bytes_skipped": 0})
+                "issue_kind": "uninterpreted-frame", "detail": f"{frame.type_name} frame (type "
+                f"{frame.frame_type}) of {frame.size} bytes: framed, not interpreted", "bytes_skipped": 0})
+        warnings = getattr(frame, "warnings", None)
+        if warnings:
+            for warning in warnings:
+                self._record(reader, "issue", start, end, channel, {
+                    "issue_kind": warning.kind, "detail": warning.detail, "bytes_skipped": 0})
 
     def _body(self, reader: FrameReader, channel: int, payload, start: int, end: int,
               intact: bool = True) -> None:

@@ -24,6 +24,6 @@ def capture_for(expected: Path) -> Path:
 @functools.lru_cache(maxsize=None)
 def decoded(expected: Path):
     """(expected facts, records, stats) for one sample."""
-    decoder = CaptureDecoder()
+    decoder = CaptureDecoder(collect_connections=True)
     records = list(decoder.decode([str(capture_for(expected))]))
     return json.loads(expected.read_text()), records, decoder.stats

@@ -1,0 +1,92 @@
+"""`amqpcap decode`: the JSON Lines contract, the readable view, and failures that lose nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from amqp_decode.cli import main
+from tests.capture.conftest import SAMPLES
+
+KINDS = {"protocol-header", "method", "header", "body", "heartbeat", "issue"}
+COMMON = {"ts": float, "connection": str, "client": str, "server": str, "dir": str, "kind": str}
+
+
+def run(capfdbinary, *argv):
+    code = main(["decode", *map(str, argv)])
+    out, err = capfdbinary.readouterr()
+    return code, out.decode(), err.decode()
+
+
+def test_jsonl_contract(capfdbinary):
+    # (the crafted captures replay one connection, same addresses and times: decoded together
+    # they would merge into one stream, so they are decoded apart)
+    objects = []
+    for inputs in [(SAMPLES,), *[(p,) for p in sorted((SAMPLES / "crafted").glob("*.pcap*"))]]:
+        code, out, _ = run(capfdbinary, "--jsonl", *inputs)
+        assert code == 0
+        objects += [json.loads(line) for line in out.splitlines()]
+    assert len(objects) > 2000
+    for obj in objects:
+        for key, kind in COMMON.items():
+            assert isinstance(obj[key], kind), (key, obj)
+        assert obj["kind"] in KINDS and obj["dir"] in ("C>S", "S>C")
+        assert obj["channel"] is None or isinstance(obj["channel"], int)
+        if obj["kind"] == "method":
+            assert "." in obj["method"] and isinstance(obj["args"], dict)
+        elif obj["kind"] == "header":
+            assert isinstance(obj["class"], str) and isinstance(obj["body_size"], int)
+            assert isinstance(obj["properties"], dict)
+        elif obj["kind"] == "issue":
+            assert isinstance(obj["issue_kind"], str) and isinstance(obj["detail"], str)
+            assert isinstance(obj["bytes_skipped"], int)
+    acks = [o for o in objects if o["kind"] == "method" and o["method"] == "basic.ack"]
+    assert all(set(o["args"]) == {"delivery_tag", "multiple"} for o in acks)
+    closes = [o for o in objects if o.get("method") == "channel.close"]
+    assert {"reply_code", "reply_text", "class_id", "method_id"} <= set(closes[0]["args"])
+
+
+def test_readable_view_and_summary(capfdbinary):
+    code, out, err = run(capfdbinary, SAMPLES / "returns_nack_reject.pcap")
+    assert code == 0
+    lines = out.splitlines()
+    assert any("basic.return reply_code=312" in line for line in lines)
+    assert any("protocol header AMQP 0 0 9 1 (0-9-1)" in line for line in lines)
+    assert "1 captures read, 0 failed" in err
+
+
+def test_missing_and_unreadable_files_fail_clearly_but_lose_nothing(capfdbinary, tmp_path):
+    junk = tmp_path / "notes.pcap"
+    junk.write_text("this is not a capture\n" * 10)
+    code, out, err = run(capfdbinary, "--jsonl", tmp_path / "missing.pcap", junk, SAMPLES / "heartbeats.pcap")
+    assert code == 1
+    assert f"{tmp_path / 'missing.pcap'}: no such file" in err
+    assert f"{junk}: not a pcap or pcapng capture" in err
+    assert sum(json.loads(line)["kind"] == "heartbeat" for line in out.splitlines()) >= 4
+
+
+def test_no_captures_at_all(capfdbinary, tmp_path):
+    code, _, err = run(capfdbinary, tmp_path)
+    assert code == 2 and "no capture files" in err
+
+
+def test_bodies_only_when_asked_and_capped(capfdbinary):
+    _, out, _ = run(capfdbinary, "--jsonl", SAMPLES / "large_and_pipelined.pcap")
+    assert "body_b64" not in out
+    _, out, _ = run(capfdbinary, "--jsonl", "--bodies", "--body-cap", "100", SAMPLES / "large_and_pipelined.pcap")
+    messages = [json.loads(line)["message"] for line in out.splitlines() if '"message"' in line]
+    big = [m for m in messages if m["body_size"] == 300_000]
+    assert big and all(len(base64.b64decode(m["body_b64"])) == 100 and m["body_truncated"] for m in big)
+
+
+def test_bad_spec_option(capfdbinary):
+    code, _, err = run(capfdbinary, "--spec", "nonsense", SAMPLES / "heartbeats.pcap")
+    assert code == 2 and "VERSION=FILE" in err
+
+
+def test_help_lists_decode():
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
