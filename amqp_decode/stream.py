@@ -211,8 +211,8 @@ class FrameReader:
                     self.state = self.FRAMES
                 else:
                     self.state = self.RESYNC if self.mid_stream else self.FRAMES
-                    if not self.mid_stream:
-                        self.connection.no_protocol_header(self)
+                    if not self.mid_stream and self.connection.no_protocol_header(self, buf, pos):
+                        self.state = self.RESYNC
             elif state == self.RESYNC:
                 found, keep = self._find_sync(buf, pos, final)
                 if found is None:  # need more bytes; drop what cannot start a frame
@@ -551,8 +551,19 @@ class AmqpConnection:
         reader.decoded_bytes += PROTOCOL_HEADER_SIZE
         reader.frames += 1
 
-    def no_protocol_header(self, reader: FrameReader) -> None:
-        """A stream seen from its SYN that does not start with 'AMQP' (a server's first bytes)."""
+    def no_protocol_header(self, reader: FrameReader, buf, pos: int) -> bool:
+        """A stream seen from its start that does not begin with 'AMQP'. From a server that is
+        normal (its first frame); from the client it is another protocol, reported with its first
+        bytes. Returns True when framing should resynchronise rather than start here."""
+        if reader.direction != self.tcp.syn_from:
+            return False
+        first = bytes(buf[pos:pos + PROTOCOL_HEADER_SIZE])
+        header = parse_protocol_header(first.ljust(PROTOCOL_HEADER_SIZE, b"\0"))
+        self._record(reader, "issue", pos + reader.base, pos + reader.base, None, {
+            "issue_kind": "not-amqp-header",
+            "detail": f"the client's first bytes are not an AMQP protocol header: {header.description}",
+            "bytes_skipped": 0})
+        return True
 
     def _decide_client(self, direction: int | None, how: str) -> None:
         if direction is None:

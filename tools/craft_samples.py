@@ -347,7 +347,17 @@ def tcp_packets(capture: Capture, client=CLIENT, server=SERVER, ipv6: bool = Fal
     return packets
 
 
-def write_pcap(path: Path, packets, link: str = "ether", nano: bool = False) -> None:
+_slots = iter(range(1000))
+
+
+def next_slot() -> tuple[int, int]:
+    """(client port, first timestamp) of the next capture written: each gets its own, so decoding
+    the whole folder at once (files are merged by time) keeps every connection apart."""
+    slot = next(_slots)
+    return CLIENT[1] + slot, T0 + slot * 3600 * 10**9
+
+
+def write_pcap(path: Path, packets, link: str = "ether", nano: bool = False, t0: int = T0) -> None:
     """Write packets with the chosen link-layer framing; timestamps 1 ms apart. A path ending in
     .gz is gzip-compressed (reproducibly: no name, no mtime)."""
     link_types = {"ether": 1, "vlan": 1, "qinq": 1, "sll": 113, "sll2": 276, "null": 0, "raw": 101}
@@ -355,7 +365,7 @@ def write_pcap(path: Path, packets, link: str = "ether", nano: bool = False) -> 
     magic = 0xA1B23C4D if nano else 0xA1B2C3D4
     out = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 262144, link_types[link])]
     for i, pkt in enumerate(packets):
-        ts_ns = T0 + i * 1_000_000
+        ts_ns = t0 + i * 1_000_000
         data = _frame(link, pkt)
         fraction = (ts_ns % 10**9) // (1 if nano else 1000)
         out.append(struct.pack("<IIII", ts_ns // 10**9, fraction, len(data), len(data)) + data)
@@ -416,7 +426,8 @@ def main() -> int:
     for scenario in SCENARIOS:
         capture = scenario()
         path = OUT / f"{capture.name}.pcap.gz"  # a 140 kB message each: compressed, they stay small
-        write_pcap(path, tcp_packets(capture))
+        port, t0 = next_slot()
+        write_pcap(path, tcp_packets(capture, sport=port), t0=t0)
         (OUT / f"{capture.name}.expected.json").write_text(
             json.dumps(expected_json(capture, path.name, ["EN10MB"], fmt="pcap.gz"), indent=2) + "\n")
         written.append(path)
@@ -439,8 +450,9 @@ def link_variants() -> list[Path]:
         small.description = f"the conversation (5 kB body) with {link} link-layer framing" + \
             (" over IPv6" if kwargs.get("ipv6") else "") + (", nanosecond timestamps" if nano else "")
         path = OUT / f"{name}.pcap"
-        packets = tcp_packets(small, **kwargs)
-        write_pcap(path, packets, link, nano)
+        port, t0 = next_slot()
+        packets = tcp_packets(small, sport=port, **kwargs)
+        write_pcap(path, packets, link, nano, t0=t0)
         link_name = {"qinq": "EN10MB", "sll": "LINUX_SLL", "sll2": "LINUX_SLL2", "null": "NULL"}[link]
         (OUT / f"{name}.expected.json").write_text(json.dumps(expected_json(
             small, path.name, [link_name], "ns" if nano else "us",
@@ -455,8 +467,9 @@ def _ip_features(frames: list[Frame]) -> Path:
     """IPv4 options, IPv4 fragments, IPv6 extension headers and IPv6 fragments in one pcapng with
     two interfaces of different link types: two connections of the small conversation."""
     capture = Capture("ip_features", "", segments_of(frames), frames)
-    v4 = tcp_packets(capture)
-    v6 = tcp_packets(capture, client=CLIENT6, server=SERVER6, ipv6=True)
+    port, t0 = next_slot()
+    v4 = tcp_packets(capture, sport=port)
+    v6 = tcp_packets(capture, client=CLIENT6, server=SERVER6, ipv6=True, sport=port)
     packets = []
     for i, pkt in enumerate(v4):
         pkt[IP].options = [b"\x01\x01\x01\x00"]  # NOP NOP NOP EOL: 4 bytes of options
@@ -479,7 +492,7 @@ def _ip_features(frames: list[Frame]) -> Path:
     for n, (interface, data) in enumerate(packets):
         link_type, name = interfaces[interface]
         frame = _frame("ether", IP(data)) if interface == 0 else data
-        writer._write_packet(frame, link_type, sec=(T0 + n * 1_000_000) / 1e9, ifname=name)
+        writer._write_packet(frame, link_type, sec=(t0 + n * 1_000_000) / 1e9, ifname=name)
     writer.close()
     (OUT / "ip_features.expected.json").write_text(json.dumps(expected_json(
         capture_named(capture, "ip_features", "IPv4 with options and fragments on an Ethernet "
@@ -511,7 +524,8 @@ def _truncated_gzip(frames: list[Frame]) -> Path:
     """A gzip-compressed pcap whose last record is cut short, as a rotated capture can be."""
     capture = Capture("truncated_gzip", "", segments_of(frames), frames)
     plain = OUT / "truncated_gzip.pcap.tmp"
-    write_pcap(plain, tcp_packets(capture))
+    port, t0 = next_slot()
+    write_pcap(plain, tcp_packets(capture, sport=port), t0=t0)
     data = plain.read_bytes()
     plain.unlink()
     cut = data[:-30]  # the last packet (the final ACK) loses its last 30 bytes
