@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 
 from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
 from amqp_decode.errors import DecodeError, TruncatedFrame
-from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, ContentBody, ContentHeader, Heartbeat,
-                                MethodFrame, OtherFrame, parse_protocol_header)
+from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, parse_protocol_header)
 from amqp_decode.packets import format_endpoint
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 
@@ -125,6 +124,7 @@ class FrameReader:
                 self._end_skip()
             return
         lost_from = self.base
+        self.skip_detail = ""
         if self.state == self.BODY:  # the gap runs past the body's end: the frame is lost
             buffered += self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
             lost_from = self.body["start"]

@@ -82,15 +82,10 @@ class HalfStream:
             self.fin = start + len(data)
         if not data:
             return
-        end = start + len(data)
-        if end <= self.next:
-            self.duplicate_bytes += len(data)
-            self._compare(start, data, ts_ns)
-            return
         if start < self.next:
-            self.duplicate_bytes += self.next - start
-            self._compare(start, data[:self.next - start], ts_ns)
-            data = data[self.next - start:]
+            data = self._trim(start, data, ts_ns)
+            if not data:
+                return
             start = self.next
         if start == self.next:
             self._deliver(start, data, ts_ns, capture)
@@ -132,15 +127,19 @@ class HalfStream:
         while self.pending and self.pending[0][0] <= self.next:
             start, _, data, ts_ns, capture = self.pending.pop(0)
             self.pending_bytes -= len(data)
-            end = start + len(data)
-            if end <= self.next:
-                self.duplicate_bytes += len(data)
-                self._compare(start, data, ts_ns)
-                continue
             if start < self.next:
-                self._compare(start, data[:self.next - start], ts_ns)
-                data, start = data[self.next - start:], self.next
-            self._deliver(start, data, ts_ns, capture)
+                data = self._trim(start, data, ts_ns)
+                if not data:
+                    continue
+            self._deliver(self.next, data, ts_ns, capture)
+
+    def _trim(self, start: int, data: bytes, ts_ns: int) -> bytes:
+        """What of a segment starting before `next` is new (the rest was delivered already: it is
+        counted as duplicate and compared with the first copy)."""
+        seen = min(len(data), self.next - start)
+        self.duplicate_bytes += seen
+        self._compare(start, data[:seen], ts_ns)
+        return data[seen:]
 
     def _skip_to_pending(self) -> None:
         self.hole_acks = 0

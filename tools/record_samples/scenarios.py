@@ -783,7 +783,7 @@ def mid_stream(ctx):
     chunks(second[split:])
     for i in range(3):
         r.publish(1, "", "amqpcap.mid.small", f"after the cut {i}".encode())
-    for i in range(3):
+    for _ in range(3):
         r.expect("basic.deliver", 1)
         r.expect_content()
     exp.msg("delivered", 3)
