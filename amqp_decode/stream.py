@@ -668,9 +668,11 @@ class AmqpConnection:
     def _close_content(self, key, complete: bool, why: str = "") -> None:
         content = self.contents.pop(key)
         complete = complete and content.intact and content.body_size is not None
+        header = content.records[1] if len(content.records) > 1 else None
         summary = {"body_size": content.body_size, "body_received": content.received,
                    "body_frames": content.frames, "complete": complete,
-                   "body_sha256": content.hasher.hexdigest() if complete else None}
+                   "body_sha256": content.hasher.hexdigest() if complete else None,
+                   "properties": header["properties"] if header is not None else None}
         if content.body is not None:
             summary["body_b64"] = base64.b64encode(bytes(content.body)).decode()
             summary["body_truncated"] = content.received > len(content.body)

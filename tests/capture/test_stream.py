@@ -85,7 +85,10 @@ def test_interleaved_channels_assemble_each_message(tmp_path):
     records, _ = decode(write(tmp_path, "interleaved", frames))
     publish = next(r for r in records if r.get("method") == "basic.publish" and r["args"]["routing_key"] == "work")
     assert publish["message"] == {"body_size": 3000, "body_received": 3000, "body_frames": 1,
-                                  "complete": True, "body_sha256": publish["message"]["body_sha256"]}
+                                  "complete": True, "body_sha256": publish["message"]["body_sha256"],
+                                  "properties": {"content_type": "application/octet-stream",
+                                                 "headers": {"x-part": 1, "x-source": "crafted"},
+                                                 "delivery_mode": 2, "message_id": "big-1"}}
     deliver = next(r for r in records if r.get("method") == "basic.deliver")
     import hashlib
     assert deliver["message"]["body_sha256"] == hashlib.sha256(b"hello world").hexdigest()

@@ -1,0 +1,160 @@
+"""Decoder records (amqp_decode's dicts) to rows of the raw tables, as bounded Arrow batches.
+
+Pure pyarrow, no Spark: the decode tasks call it inside mapInArrow/applyInArrow, and tests call it
+directly. One decoded record becomes one `frames` row (or one `decode_issues` row for issues), and
+each content-carrying method also one `messages` row. Typed columns hold the common arguments;
+`args_json` keeps all of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from decimal import Decimal
+from typing import Iterator
+
+import orjson
+import pyarrow as pa
+
+from pipelines.schemas import DECODE_ISSUES, FRAMES, MESSAGES, Table
+
+INT64_MAX = 2**63 - 1
+_EPOCH = datetime.date(1970, 1, 1)
+
+# typed frames columns filled straight from the argument of the same name
+_ARG_COLUMNS = ("exchange", "routing_key", "queue", "consumer_tag", "delivery_tag", "multiple",
+                "requeue", "redelivered", "mandatory", "immediate", "no_ack", "no_wait", "reply_code",
+                "reply_text")
+_ARG_TYPES = {name: (bool if FRAMES.arrow().field(name).type == pa.bool_() else
+                     str if FRAMES.arrow().field(name).type == pa.string() else int)
+              for name in _ARG_COLUMNS}
+_CLOSES = ("connection.close", "channel.close")
+_PROPERTIES = ("content_type", "content_encoding", "delivery_mode", "priority", "correlation_id",
+               "reply_to", "expiration", "message_id", "type", "user_id", "app_id")
+
+
+def _json_default(value):
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    raise TypeError(type(value).__name__)
+
+
+def to_json(value) -> str | None:
+    return None if value is None else orjson.dumps(value, default=_json_default).decode()
+
+
+def as_text(value) -> str:
+    """A field-table value as text, for map<string,string> columns."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, Decimal)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    return to_json(value) if value is not None else ""
+
+
+def _int64(value):
+    """Unsigned 64-bit AMQP values beyond bigint's range are null (args_json keeps them)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value <= INT64_MAX else None
+
+
+def _date(ts_ns: int) -> datetime.date:
+    return _EPOCH + datetime.timedelta(days=ts_ns // 86_400_000_000_000)
+
+
+class RowBatcher:
+    """Accumulates rows per table; yields (table name, RecordBatch) every `batch_rows` rows."""
+
+    def __init__(self, run_id: str, batch_rows: int = 10_000) -> None:
+        self.run_id = run_id
+        self.batch_rows = batch_rows
+        self._rows: dict[str, list[dict]] = {t.name: [] for t in (FRAMES, MESSAGES, DECODE_ISSUES)}
+        self._tables = {t.name: t for t in (FRAMES, MESSAGES, DECODE_ISSUES)}
+
+    def add(self, record: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
+        if record["kind"] == "issue":
+            self._rows["decode_issues"].append(self.issue_row(record))
+        else:
+            self._rows["frames"].append(self.frame_row(record))
+            if "message" in record:
+                self._rows["messages"].append(self.message_row(record))
+        for name, rows in self._rows.items():
+            if len(rows) >= self.batch_rows:
+                yield name, self._flush(name)
+
+    def finish(self) -> Iterator[tuple[str, pa.RecordBatch]]:
+        for name, rows in self._rows.items():
+            if rows:
+                yield name, self._flush(name)
+
+    def _flush(self, name: str) -> pa.RecordBatch:
+        rows, self._rows[name] = self._rows[name], []
+        return rows_to_batch(self._tables[name], rows)
+
+    def _common(self, record: dict) -> dict:
+        ts_ns = record["ts_ns"]
+        return {"date": _date(ts_ns), "connection": record["connection"], "capture": record["capture"],
+                "ts": ts_ns // 1000, "ts_ns": ts_ns, "client": record["client"],
+                "server": record["server"], "direction": record["dir"], "channel": record["channel"],
+                "stream_offset": record["offset"], "run_id": self.run_id}
+
+    def frame_row(self, record: dict) -> dict:
+        row = self._common(record)
+        row.update(ts_last_ns=record["ts_last_ns"], kind=record["kind"], frame_bytes=record["size"])
+        kind = record["kind"]
+        if kind == "method":
+            args = record["args"]
+            row.update(method=record["method"], class_id=record["class_id"], method_id=record["method_id"],
+                       args_json=to_json(args))
+            for name in _ARG_COLUMNS:
+                value = args.get(name)
+                if isinstance(value, _ARG_TYPES[name]):  # a foreign spec could type a name otherwise
+                    row[name] = value
+            row["delivery_tag"] = _int64(row.get("delivery_tag"))
+            if record["method"] in _CLOSES:
+                row.update(failing_class_id=args.get("class_id"), failing_method_id=args.get("method_id"))
+        elif kind == "header":
+            row.update(class_id=record["class_id"], body_size=_int64(record["body_size"]),
+                       properties_json=to_json(record["properties"]))
+        elif kind == "protocol-header":
+            row.update(protocol_version=record["version"], protocol_header=record["protocol_header"])
+        return row
+
+    def message_row(self, record: dict) -> dict:
+        row = self._common(record)
+        args, message = record["args"], record["message"]
+        properties = message.get("properties") or {}
+        headers = properties.get("headers")
+        timestamp = properties.get("timestamp")
+        row.update(
+            method=record["method"], exchange=args.get("exchange"), routing_key=args.get("routing_key"),
+            delivery_tag=_int64(args.get("delivery_tag")), consumer_tag=args.get("consumer_tag"),
+            redelivered=args.get("redelivered"), mandatory=args.get("mandatory"),
+            reply_code=args.get("reply_code"), reply_text=args.get("reply_text"),
+            headers=None if headers is None else [(str(k), as_text(v)) for k, v in headers.items()],
+            headers_json=to_json(headers),
+            timestamp=timestamp * 1_000_000 if isinstance(timestamp, int) and timestamp < 2**43 else None,
+            body_size=_int64(message["body_size"]), body_received=message["body_received"],
+            body_frames=message["body_frames"], complete=message["complete"],
+            body_sha256=message["body_sha256"],
+            body=base64.b64decode(message["body_b64"]) if "body_b64" in message else None)
+        for name in _PROPERTIES:
+            row[name] = properties.get(name)
+        return row
+
+    def issue_row(self, record: dict) -> dict:
+        row = self._common(record)
+        row.update(issue_kind=record["issue_kind"], detail=record["detail"],
+                   bytes_skipped=record["bytes_skipped"])
+        return row
+
+
+def rows_to_batch(table: Table, rows: list[dict]) -> pa.RecordBatch:
+    schema = table.arrow()
+    columns = [pa.array([row.get(field.name) for row in rows], type=field.type) for field in schema]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

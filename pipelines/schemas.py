@@ -1,0 +1,190 @@
+"""The lake's tables, declared once: every column with its type and what it means.
+
+Writers, readers and tests import these; `docs/tables.md` is generated from them
+(`python -m pipelines.schemas > docs/tables.md`; a test fails when it is stale).
+Types are Spark SQL names; each maps to one Arrow type, so a column has exactly one type
+everywhere (AMQP field tables become `map<string,string>` plus a JSON column for full fidelity).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+_ARROW = {
+    "string": pa.string(), "bigint": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),
+    "double": pa.float64(), "date": pa.date32(), "binary": pa.binary(),
+    "timestamp": pa.timestamp("us", tz="UTC"), "array<string>": pa.list_(pa.string()),
+    "map<string,string>": pa.map_(pa.string(), pa.string()),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    description: str
+    columns: tuple[Column, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def arrow(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, _ARROW[c.type], metadata={"comment": c.comment})
+                          for c in self.columns])
+
+    def ddl(self) -> str:
+        """The schema as Spark DDL, with comments (what mapInArrow and CREATE TABLE take)."""
+        return ", ".join(f"`{c.name}` {c.type} COMMENT '{c.comment.replace(chr(39), chr(39) * 2)}'"
+                         for c in self.columns)
+
+    def spark(self):
+        from pyspark.sql import types as T
+        simple = {"string": T.StringType(), "bigint": T.LongType(), "int": T.IntegerType(),
+                  "boolean": T.BooleanType(), "double": T.DoubleType(), "date": T.DateType(),
+                  "binary": T.BinaryType(), "timestamp": T.TimestampType(),
+                  "array<string>": T.ArrayType(T.StringType()),
+                  "map<string,string>": T.MapType(T.StringType(), T.StringType())}
+        return T.StructType([T.StructField(c.name, simple[c.type], True, {"comment": c.comment})
+                             for c in self.columns])
+
+
+def _c(name: str, type_: str, comment: str) -> Column:
+    if type_ not in _ARROW:
+        raise ValueError(f"column {name}: unknown type {type_}")
+    return Column(name, type_, comment)
+
+
+DATE = _c("date", "date", "UTC date of the traffic (the partition column)")
+RUN = _c("run_id", "string", "the run that wrote the row")
+CONNECTION = _c("connection", "string", "connection id: hash of both endpoints and the connection's first "
+                "packet time; stable across reruns")
+CAPTURE = _c("capture", "string", "capture file holding the row's first byte")
+CLIENT = _c("client", "string", "client endpoint, ip:port ([ip6]:port for IPv6)")
+SERVER = _c("server", "string", "server endpoint, ip:port")
+DIRECTION = _c("direction", "string", "'C>S' (client to server) or 'S>C'")
+CHANNEL = _c("channel", "int", "AMQP channel (0 for the connection itself); null when not tied to a frame")
+TS = _c("ts", "timestamp", "packet time of the first byte (microseconds)")
+TS_NS = _c("ts_ns", "bigint", "packet time of the first byte, nanoseconds since the epoch")
+TS_LAST_NS = _c("ts_last_ns", "bigint", "packet time of the last byte, nanoseconds since the epoch")
+
+CAPTURES = Table("captures", "One row per input file and run: what was read and how it went.", (
+    DATE, RUN,
+    _c("path", "string", "the file as given (local path or URI)"),
+    _c("size_bytes", "bigint", "file size"),
+    _c("format", "string", "pcap, pcap-ns or pcapng, with +gzip when compressed"),
+    _c("link_types", "array<string>", "link-layer types seen (EN10MB, LINUX_SLL2, ...)"),
+    _c("packets", "bigint", "packet records read"),
+    _c("captured_bytes", "bigint", "bytes of all packet records"),
+    _c("first_ts", "timestamp", "time of the first packet"),
+    _c("last_ts", "timestamp", "time of the last packet"),
+    _c("status", "string", "'ok', 'partial' (damaged but partly read) or 'failed'"),
+    _c("error", "string", "why the file is partial or failed; null when ok"),
+))
+
+FRAMES = Table("frames", "One row per AMQP frame and protocol header, in stream order per direction.", (
+    DATE, CONNECTION, CAPTURE, TS, TS_NS, TS_LAST_NS, CLIENT, SERVER, DIRECTION, CHANNEL,
+    _c("kind", "string", "'protocol-header', 'method', 'header', 'body' or 'heartbeat'"),
+    _c("stream_offset", "bigint", "offset of the frame's first byte in its direction's TCP stream"),
+    _c("frame_bytes", "bigint", "bytes on the wire, header and frame-end included"),
+    _c("method", "string", "class.method by spec name ('basic.publish'); null for other kinds"),
+    _c("class_id", "int", "AMQP class id (methods and content headers)"),
+    _c("method_id", "int", "AMQP method id"),
+    _c("exchange", "string", "argument 'exchange' (also exchange.bind 'destination' is in args_json)"),
+    _c("routing_key", "string", "argument 'routing_key'"),
+    _c("queue", "string", "argument 'queue'"),
+    _c("consumer_tag", "string", "argument 'consumer_tag'"),
+    _c("delivery_tag", "bigint", "argument 'delivery_tag' (deliver, get-ok, ack, nack, reject)"),
+    _c("multiple", "boolean", "argument 'multiple' (ack, nack)"),
+    _c("requeue", "boolean", "argument 'requeue' (reject, nack, recover)"),
+    _c("redelivered", "boolean", "argument 'redelivered' (deliver, get-ok)"),
+    _c("mandatory", "boolean", "argument 'mandatory' (publish)"),
+    _c("immediate", "boolean", "argument 'immediate' (publish)"),
+    _c("no_ack", "boolean", "argument 'no_ack' (consume, get)"),
+    _c("no_wait", "boolean", "argument 'no_wait'"),
+    _c("reply_code", "int", "argument 'reply_code' (close, return)"),
+    _c("reply_text", "string", "argument 'reply_text'"),
+    _c("failing_class_id", "int", "close: class id of the method that caused it (0 when none)"),
+    _c("failing_method_id", "int", "close: method id of the method that caused it"),
+    _c("args_json", "string", "every argument as JSON (spec names in snake_case; credentials redacted)"),
+    _c("body_size", "bigint", "content header: total body size announced"),
+    _c("properties_json", "string", "content header: the properties present, as JSON"),
+    _c("protocol_version", "string", "protocol header: '0-9-1', '0-9', '0-8' or null when unknown"),
+    _c("protocol_header", "string", "protocol header as read ('AMQP 0 0 9 1 (0-9-1)', or its bytes)"),
+    RUN,
+))
+
+MESSAGES = Table("messages", "One row per content-carrying method (publish, deliver, get-ok, return) "
+                 "with its properties and body summary.", (
+    DATE, CONNECTION, CAPTURE, TS, TS_NS, CLIENT, SERVER, DIRECTION, CHANNEL,
+    _c("method", "string", "basic.publish, basic.deliver, basic.get-ok or basic.return"),
+    _c("stream_offset", "bigint", "offset of the method frame in its direction's stream"),
+    _c("exchange", "string", "exchange the message was published to"),
+    _c("routing_key", "string", "routing key"),
+    _c("delivery_tag", "bigint", "deliver, get-ok: the delivery tag"),
+    _c("consumer_tag", "string", "deliver: the consumer tag"),
+    _c("redelivered", "boolean", "deliver, get-ok: the redelivered flag"),
+    _c("mandatory", "boolean", "publish: the mandatory flag"),
+    _c("reply_code", "int", "return: why the message came back (312 NO_ROUTE...)"),
+    _c("reply_text", "string", "return: the reply text"),
+    _c("content_type", "string", "property content-type"),
+    _c("content_encoding", "string", "property content-encoding"),
+    _c("headers", "map<string,string>", "property headers, values rendered as text"),
+    _c("headers_json", "string", "property headers as JSON, full fidelity (nested tables, arrays)"),
+    _c("delivery_mode", "int", "property delivery-mode: 1 transient, 2 persistent"),
+    _c("priority", "int", "property priority"),
+    _c("correlation_id", "string", "property correlation-id"),
+    _c("reply_to", "string", "property reply-to"),
+    _c("expiration", "string", "property expiration (text, as on the wire)"),
+    _c("message_id", "string", "property message-id"),
+    _c("timestamp", "timestamp", "property timestamp (seconds on the wire)"),
+    _c("type", "string", "property type"),
+    _c("user_id", "string", "property user-id"),
+    _c("app_id", "string", "property app-id"),
+    _c("body_size", "bigint", "body size announced by the content header; null if the header was lost"),
+    _c("body_received", "bigint", "body bytes seen"),
+    _c("body_frames", "int", "body frames seen"),
+    _c("complete", "boolean", "header and every body byte seen"),
+    _c("body_sha256", "string", "SHA-256 of the body, hex; null unless complete"),
+    _c("body", "binary", "the body, capped; only when bodies.capture is on"),
+    RUN,
+))
+
+DECODE_ISSUES = Table("decode_issues", "Every problem met while decoding: where, what, how many bytes were "
+                      "skipped. Every stream byte is in a frame or in some bytes_skipped.", (
+    DATE, CAPTURE, CONNECTION, TS, TS_NS, CLIENT, SERVER, DIRECTION, CHANNEL,
+    _c("stream_offset", "bigint", "where in its direction's stream"),
+    _c("issue_kind", "string", "gap, resync, framing, truncated, malformed-payload, unknown-method, ... "
+       "(docs/decode.md lists them)"),
+    _c("detail", "string", "what happened, in words"),
+    _c("bytes_skipped", "bigint", "stream bytes not decoded because of it"),
+    RUN,
+))
+
+RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES)
+
+
+def markdown(tables=RAW_TABLES) -> str:
+    lines = ["# Tables", "",
+             "Generated from `pipelines/schemas.py` (`python -m pipelines.schemas > docs/tables.md`); "
+             "do not edit by hand. All tables are Delta, partitioned by `date` (UTC date of the "
+             "traffic).", ""]
+    for table in tables:
+        lines += [f"## `{table.name}`", "", table.description, "", "| column | type | meaning |",
+                  "|---|---|---|"]
+        lines += [f"| `{c.name}` | `{c.type}` | {c.comment} |" for c in table.columns]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
