@@ -65,10 +65,12 @@ def _quiet_scapy() -> None:
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 
 
-def open_capture(path: str):
+def open_capture(path: str, source=None):
+    """A Scapy raw reader for `path`, or for the already open binary file `source` (any seekable
+    file object, e.g. a pyarrow NativeFile on s3:// or hdfs://; `path` then only names it)."""
     _quiet_scapy()
     try:
-        return RawPcapReader(path)
+        return RawPcapReader(source if source is not None else path)
     except FileNotFoundError:
         raise CaptureError(path, "no such file") from None
     except IsADirectoryError:
@@ -79,13 +81,15 @@ def open_capture(path: str):
         raise CaptureError(path, f"not a pcap or pcapng capture ({error})") from None
 
 
-def read_records(path: str, info: CaptureInfo | None = None) -> Iterator[tuple[int, int, bytes]]:
+def read_records(path: str, info: CaptureInfo | None = None,
+                 source=None) -> Iterator[tuple[int, int, bytes]]:
     """Yield (timestamp in ns, link type, record bytes) for each packet record of the file.
 
     `info`, when given, is updated as records are read (format, link types, counts, issues).
+    `source`, when given, is the open file to read instead of opening `path`.
     """
     info = info if info is not None else CaptureInfo(path, _size(path))
-    reader = open_capture(path)
+    reader = open_capture(path, source)
     compressed = type(reader.f).__name__ == "GzipFile"
     try:
         if isinstance(reader, RawPcapNgReader):

@@ -1,6 +1,7 @@
 """The `amqpcap` command.
 
     amqpcap decode [options] CAPTURE...     decoded traffic, one line per frame (or --jsonl)
+    amqpcap run --input PATH... --lake DIR  the Spark job: captures into the Delta lake
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="include message bodies (base64, capped by --body-cap) in the output")
     decode.add_argument("--body-cap", type=int, default=4096, metavar="BYTES")
     decode.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    commands.add_parser("run", help="decode captures into the Delta lake with Spark", add_help=False)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:  # the Spark job has its own options (pipelines.jobs.nightly)
+        from pipelines.jobs.nightly import main as run_main
+        return run_main(argv[1:])
     args = parser.parse_args(argv)
     return _decode(args)
 

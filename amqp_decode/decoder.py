@@ -73,6 +73,46 @@ def connection_id(a: str, b: str, first_ts_ns: int) -> str:
     return hashlib.blake2b(f"{low}|{high}|{first_ts_ns}".encode(), digest_size=8).hexdigest()
 
 
+class SegmentDecoder:
+    """TCP segments in (any order a capture gives them), AMQP records out: the part of the path
+    after packet parsing, shared by CaptureDecoder and the Spark job (which feeds it segments
+    grouped by connection)."""
+
+    def __init__(self, settings: DecodeSettings, capture_names: list[str],
+                 on_connection_end=None) -> None:
+        self.settings = settings
+        specs = dict(settings.specs)
+        self.codecs = {version: Codec(load_spec(specs.get(version, version)), settings.dialect)
+                       for version in BUNDLED}
+        for version, path in specs.items():
+            if version not in self.codecs:
+                self.codecs[version] = Codec(load_spec(path), settings.dialect)
+        self.capture_names = capture_names
+        self.on_connection_end = on_connection_end
+        self.out: list[dict] = []
+        self.tracker = TcpTracker(self._new_connection, settings.reassembly_window,
+                                  int(settings.close_grace_seconds * 1e9))
+
+    def _new_connection(self, tcp: TcpConnection) -> AmqpConnection:
+        a, b = format_endpoint(*tcp.a), format_endpoint(*tcp.b)
+        return AmqpConnection(tcp, connection_id(a, b, tcp.first_ts_ns), self.codecs, self.settings.stream,
+                              self.out, self.capture_names, on_end=self.on_connection_end)
+
+    def feed(self, segment, capture_index: int) -> list[dict]:
+        """Records completed by this segment (often none)."""
+        self.tracker.segment(segment, capture_index)
+        return self._take() if self.out else []
+
+    def finish(self) -> list[dict]:
+        """End of input: every open connection ends; the records that completes."""
+        self.tracker.finish()
+        return self._take()
+
+    def _take(self) -> list[dict]:
+        records, self.out[:] = self.out[:], []
+        return records
+
+
 class CaptureDecoder:
     def __init__(self, settings: DecodeSettings = DecodeSettings(),
                  collect_connections: bool = False) -> None:
@@ -80,46 +120,29 @@ class CaptureDecoder:
         end reason...); off by default so memory does not grow with the number of connections."""
         self.settings = settings
         self.collect_connections = collect_connections
-        specs = dict(settings.specs)
-        self.codecs = {version: Codec(load_spec(specs.get(version, version)), settings.dialect)
-                       for version in BUNDLED}
-        for version, path in specs.items():
-            if version not in self.codecs:
-                self.codecs[version] = Codec(load_spec(path), settings.dialect)
         self.stats = DecodeStats()
         self._kinds: dict[str, int] = {}  # records by kind (a plain dict is cheaper per record)
 
     def decode(self, inputs: Iterable[str]) -> Iterator[dict]:
         paths = expand_inputs(inputs)
-        out: list[dict] = []
         parser = PacketParser()
         stats = self.stats
-
-        def new_connection(tcp: TcpConnection) -> AmqpConnection:
-            a, b = format_endpoint(*tcp.a), format_endpoint(*tcp.b)
-            return AmqpConnection(tcp, connection_id(a, b, tcp.first_ts_ns), self.codecs,
-                                  self.settings.stream, out, paths, on_end=self._count_connection)
-
-        tracker = TcpTracker(new_connection, self.settings.reassembly_window,
-                             int(self.settings.close_grace_seconds * 1e9))
+        segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection)
         for ts_ns, index, link_type, data in self._packets(paths):
             stats.packets += 1
             segment = parser.parse(ts_ns, link_type, data)
             if segment is None:
                 continue
             stats.tcp_segments += 1
-            tracker.segment(segment, index)
-            if out:
-                yield from self._drain(out)
+            records = segments.feed(segment, index)
+            if records:
+                yield from self._count(records)
         parser.finish()
-        tracker.finish()
-        yield from self._drain(out)
+        yield from self._count(segments.finish())
         stats.skipped_packets.update(parser.skipped)
         stats.records.update(self._kinds)
 
-    def _drain(self, out: list[dict]) -> list[dict]:
-        records = out[:]
-        out.clear()
+    def _count(self, records: list[dict]) -> list[dict]:
         counts = self._kinds
         for record in records:
             kind = record["kind"]

@@ -433,12 +433,15 @@ class AmqpConnection:
         self.contents: dict[tuple[int, int], _Content] = {}
         self.ignored_bytes = 0
         self.early_gaps: list[tuple[int, int, int, int]] = []
+        self.first_capture = -1  # file of the first byte: the capture for records tied to no packet
         self.client_reason: str | None = None
         self.end_reason: str | None = None
 
     # -- StreamSink -----------------------------------------------------------------------------
 
     def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+        if self.first_capture < 0:
+            self.first_capture = capture
         if self.status == "undecided":
             self._classify(direction, data)
             if self.status == "amqp":  # gaps reported before anything could be classified
@@ -702,6 +705,8 @@ class AmqpConnection:
         else:
             ends = self.endpoints if client == 0 else self.endpoints[::-1]
             direction = CLIENT_TO_SERVER if reader.direction == client else SERVER_TO_CLIENT
+        if capture < 0:
+            capture = self.first_capture
         record = {"ts": first / 1e9, "ts_ns": first, "ts_last_ns": last,
                   "capture": self.capture_names[capture] if capture >= 0 else None,
                   "connection": self.id, "client": ends[0], "server": ends[1], "dir": direction,

@@ -1,0 +1,117 @@
+"""The nightly job: capture files in, the raw Delta tables out.
+
+Local (embedded Spark, delta-rs):
+
+    amqpcap run --input /captures/2026-11-21 --lake /data/lake [--config conf/local.toml]
+
+On a cluster, the same job through spark-submit, with the project shipped as a wheel that every
+executor installs (or pre-installed on the nodes):
+
+    pip wheel --no-deps -w dist .
+    spark-submit --master yarn --deploy-mode cluster \\
+        --py-files dist/amqpcap-0.1.0-py3-none-any.whl \\
+        --conf spark.pyspark.python=python3 \\
+        pipelines/jobs/nightly.py --input s3://captures/2026-11-21/ --lake s3://analytics/lake \\
+        --config conf/cluster.toml
+
+(The wheel carries spec/ as package data, so executors load the same protocol definitions.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections import Counter
+
+from pipelines.config import ConfigError, load_config
+from pipelines.inputs import list_inputs
+from pipelines.schemas import RAW_TABLES
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="amqpcap run", description="Decode capture files into the Delta lake.")
+    p.add_argument("--input", nargs="+", required=True, metavar="PATH",
+                   help="capture files, directories or globs; local paths or URIs (s3://, hdfs://...)")
+    p.add_argument("--lake", help="lake location (default: lake.path of the config)")
+    p.add_argument("--config", help="a TOML file overriding conf/default.toml's settings")
+    p.add_argument("--master", help="Spark master (default: spark.master of the config, local[*])")
+    p.add_argument("--run-id", help="an id for this run (default: a new UUID)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        print(f"amqpcap: {error}", file=sys.stderr)
+        return 2
+    files = list_inputs(args.input)
+    if not files:
+        print(f"amqpcap: no capture files in {' '.join(args.input)}", file=sys.stderr)
+        return 2
+    from pipelines.session import build_session
+    spark = build_session(config, args.master)
+    try:
+        summary = run(spark, files, config, args.lake or config.lake.path, args.run_id or str(uuid.uuid4()))
+    finally:
+        spark.stop()
+    print(summary["text"])
+    return 1 if summary["failed"] else 0
+
+
+def run(spark, files, config, lake: str, run_id: str) -> dict:
+    """Decode `files` (pipelines.inputs.InputFile) into the lake; one commit per table."""
+    from pyspark import StorageLevel
+
+    from pipelines import lake as delta
+    from pipelines.stages import by_connection, decode_connections, read_segments
+
+    started = time.time()
+    uris = [f.uri for f in files]
+    _progress(f"run {run_id}: {len(files)} files, {sum(max(f.size, 0) for f in files) / 1e6:.1f} MB")
+    listing = spark.createDataFrame([(i, f.uri, f.size) for i, f in enumerate(files)],
+                                    "file_index int, uri string, size bigint")
+    parallelism = max(1, min(len(files), spark.sparkContext.defaultParallelism))
+    segments = read_segments(listing.repartition(parallelism), config.spark.arrow_batch_rows)
+    tagged = decode_connections(by_connection(segments, int(config.spark.conf.get(
+        "spark.sql.shuffle.partitions", "8"))), config.decode_settings(), uris, run_id,
+        config.spark.arrow_batch_rows)
+    tagged.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        files_written = [row.asDict() for row in delta.write_files(tagged, lake, run_id).collect()]
+    finally:
+        tagged.unpersist()
+    captures = set(uris)
+    versions = {}
+    for table in RAW_TABLES:
+        mine = [f for f in files_written if f["table"] == table.name]
+        versions[table.name] = delta.commit(lake, table, mine, captures, run_id)
+    counts = Counter()
+    for f in files_written:
+        counts[f["table"]] += f["rows"]
+    status = Counter()
+    failed = []
+    for row in delta.read_table(spark, lake, "captures").where(f"run_id = '{run_id}'").collect():
+        status[row.status] += 1
+        if row.status == "failed":
+            failed.append(f"{row.path}: {row.error}")
+    text = "\n".join([
+        f"amqpcap run {run_id} finished in {time.time() - started:.1f} s",
+        f"  captures: {status.get('ok', 0)} ok, {status.get('partial', 0)} partial, {status.get('failed', 0)} failed",
+        *[f"    failed: {line}" for line in failed],
+        f"  rows: {counts['frames']} frames, {counts['messages']} messages, "
+        f"{counts['decode_issues']} issues",
+        "  tables: " + ", ".join(f"{name} v{version}" for name, version in versions.items()),
+    ])
+    return {"text": text, "failed": failed, "versions": versions, "rows": dict(counts), "status": dict(status)}
+
+
+def _progress(message: str) -> None:
+    print(f"amqpcap: {message}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The Delta lake, written with delta-rs (`deltalake`): executors write Parquet, the driver commits.
+
+Executors turn (table, Arrow IPC batch) rows into Parquet files under `<lake>/<table>/date=D/`,
+one file per (date, capture) per task, and return only file metadata: path, size, partition
+value, the capture, and the statistics Delta readers use for data skipping. The driver then
+commits one transaction per table: it removes the table's files whose rows came from the
+captures of this run (each file holds one capture, so the match is exact) and adds the new ones.
+A rerun over the same captures thus replaces their rows and never duplicates them; other
+captures and other days are untouched. No table data passes through the driver.
+
+`read_table` gives any table back as a Spark DataFrame, whichever engine wrote it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import time
+import uuid
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from pipelines.schemas import CAPTURES, RAW_TABLES, Table
+from pipelines.stages import untag
+
+FILES_DDL = ("table string, path string, size bigint, date string, capture string, rows bigint, "
+             "stats string")
+TABLES = {t.name: t for t in RAW_TABLES}
+
+
+def replace_key(table: Table) -> str:
+    """The column naming the capture a row came from (what a rerun replaces by)."""
+    return "path" if table is CAPTURES else "capture"
+
+
+def table_uri(lake: str, table: Table) -> str:
+    return f"{lake.rstrip('/')}/{table.name}"
+
+
+# -- executors -----------------------------------------------------------------------------------
+
+def write_files(tagged, lake: str, run_id: str):
+    """(table, IPC batch) rows -> one FILES_DDL row per Parquet file written."""
+    return tagged.mapInArrow(functools.partial(write_files_task, lake=lake, run_id=run_id), FILES_DDL)
+
+
+def write_files_task(batches: Iterator[pa.RecordBatch], lake: str, run_id: str) -> Iterator[pa.RecordBatch]:
+    filesystem, root = _filesystem(lake)
+    writers: dict[tuple[str, str, str], tuple[pq.ParquetWriter, str]] = {}
+    for batch in batches:
+        for name, blob in zip(batch.column("table").to_pylist(), batch.column("batch").to_pylist()):
+            table = TABLES[name]
+            data = untag(blob)
+            key = replace_key(table)
+            groups: dict[tuple, list[int]] = {}
+            for i, (day, capture) in enumerate(zip(data.column("date").to_pylist(),
+                                                   data.column(key).to_pylist())):
+                groups.setdefault((day.isoformat(), capture), []).append(i)
+            for (day, capture), indices in groups.items():
+                part = data.take(pa.array(indices)).drop_columns(["date"])
+                slot = (name, day, capture)
+                if slot not in writers:
+                    relative = f"date={day}/part-{run_id[:8]}-{uuid.uuid4().hex}.parquet"
+                    path = f"{root}/{name}/{relative}"
+                    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                    writers[slot] = (pq.ParquetWriter(path, part.schema, filesystem=filesystem,
+                                                      compression="zstd"), relative)
+                writers[slot][0].write_batch(part)
+    rows = {name: [] for name in ("table", "path", "size", "date", "capture", "rows", "stats")}
+    for (name, day, capture), (writer, relative) in writers.items():
+        writer.close()
+        path = f"{root}/{name}/{relative}"
+        metadata = pq.read_metadata(path, filesystem=filesystem)
+        for column, value in zip(("table", "path", "size", "date", "capture", "rows", "stats"),
+                                 (name, relative, filesystem.get_file_info(path).size, day, capture,
+                                  metadata.num_rows, json.dumps(_stats(metadata)))):
+            rows[column].append(value)
+    if rows["table"]:
+        yield pa.RecordBatch.from_pydict(rows)
+
+
+def _stats(metadata: pq.FileMetaData) -> dict:
+    """Delta's per-file statistics from the Parquet footer: record count, min/max, null counts of
+    every flat column (what delta readers prune files with)."""
+    minimum, maximum, nulls = {}, {}, {}
+    flat = {field.name for field in metadata.schema.to_arrow_schema()
+            if not pa.types.is_nested(field.type) and not pa.types.is_binary(field.type)}
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for leaf in range(row_group.num_columns):  # leaves: a map or list column has several
+            column = row_group.column(leaf)
+            name = column.path_in_schema
+            statistics = column.statistics
+            if name not in flat or statistics is None:
+                continue
+            nulls[name] = nulls.get(name, 0) + (statistics.null_count or 0)
+            if statistics.has_min_max:
+                low, high = _json(statistics.min), _json(statistics.max)
+                minimum[name] = low if name not in minimum else min(minimum[name], low)
+                maximum[name] = high if name not in maximum else max(maximum[name], high)
+    return {"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum,
+            "nullCount": nulls}
+
+
+def _json(value):
+    if isinstance(value, datetime.datetime):
+        value = value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+        return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, (datetime.date,)):
+        return value.isoformat()
+    return value
+
+
+def _filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
+    if "://" in lake:
+        return pafs.FileSystem.from_uri(lake)
+    import os
+    return pafs.LocalFileSystem(), os.path.abspath(lake)
+
+
+# -- driver --------------------------------------------------------------------------------------
+
+def commit(lake: str, table: Table, files: list[dict], captures: set[str], run_id: str) -> int:
+    """One Delta transaction for `table`: this run's files in, the replaced captures' files out.
+    Returns the table version written."""
+    from deltalake import CommitProperties, DeltaTable, Schema
+    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+    uri = table_uri(_absolute(lake), table)
+    now = int(time.time() * 1000)
+    adds = [AddAction(f["path"], f["size"], {"date": f["date"]}, now, True, f["stats"]) for f in files]
+    properties = CommitProperties(custom_metadata={"run_id": run_id, "captures": len(captures)})
+    schema = table.arrow().remove_metadata()
+    if not DeltaTable.is_deltatable(uri):
+        create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
+                                      partition_by=["date"], commit_properties=properties)
+        return DeltaTable(uri).version()
+    existing = DeltaTable(uri)
+    key = replace_key(table)
+    removes = []
+    for action in pa.table(existing.get_add_actions(flatten=True)).to_pylist():
+        low, high = action.get(f"min.{key}"), action.get(f"max.{key}")
+        if low is not None and low == high and low in captures:
+            removes.append(RemoveAction(action["path"], True, now, action["size_bytes"],
+                                        {"date": str(action.get("partition.date"))}))
+    existing.create_write_transaction(removes + adds, mode="append", schema=schema,
+                                      partition_by=["date"], commit_properties=properties)
+    return DeltaTable(uri).version()
+
+
+def _absolute(lake: str) -> str:
+    import os
+    return lake if "://" in lake else os.path.abspath(lake)
+
+
+def read_table(spark, lake: str, table: Table | str):
+    """A lake table as a Spark DataFrame: through delta-spark when its classes are loaded, else
+    from the active files in the Delta log (delta-rs)."""
+    from deltalake import DeltaTable
+    table = TABLES[table] if isinstance(table, str) else table
+    uri = table_uri(_absolute(lake), table)
+    files = DeltaTable(uri).file_uris()
+    if not files:
+        return spark.createDataFrame([], table.spark())
+    frame = spark.read.option("basePath", uri).schema(table.spark()).parquet(*files)
+    return frame.select(*table.names)
