@@ -15,8 +15,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+LAKE ?= lake
+
 run: setup
-	$(VENV)/bin/amqpcap decode $(SAMPLES)
+	$(VENV)/bin/amqpcap run --input $(SAMPLES) --lake $(LAKE)
 
 test: setup
 	$(PY) -m pytest -q

@@ -1,4 +1,11 @@
-"""The Delta lake, written with delta-rs (`deltalake`): executors write Parquet, the driver commits.
+"""The Delta lake. Two engines write the same standard Delta tables:
+
+- `delta-rs` (the embedded default, `deltalake`): executors write Parquet, the driver commits;
+- `delta-spark`, where the Delta jars are on the classpath (a cluster, Databricks): Spark writes
+  with `replaceWhere` on this run's captures. This environment cannot fetch the jars, so that path
+  is kept thin and is not exercised by the tests here.
+
+delta-rs in detail:
 
 Executors turn (table, Arrow IPC batch) rows into Parquet files under `<lake>/<table>/date=D/`,
 one file per (date, capture) per task, and return only file metadata: path, size, partition
@@ -157,12 +164,63 @@ def _absolute(lake: str) -> str:
     return lake if "://" in lake else os.path.abspath(lake)
 
 
+# -- engine choice and the delta-spark path --------------------------------------------------------
+
+ENGINES = ("delta-rs", "delta-spark")
+
+
+class EngineError(Exception):
+    pass
+
+
+def delta_spark_loaded(spark) -> bool:
+    try:
+        spark._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+        return True
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+
+
+def choose_engine(configured: str, loaded: bool) -> str:
+    if configured == "auto":
+        return "delta-spark" if loaded else "delta-rs"
+    if configured == "delta-spark" and not loaded:
+        raise EngineError("lake.engine is delta-spark but the Delta jars are not on Spark's classpath "
+                          "(add io.delta:delta-spark to spark.jars or the cluster image), or use "
+                          "engine = \"delta-rs\"")
+    return configured
+
+
+def untag_rows(tagged, table: Table):
+    """The (table, IPC batch) rows of one table as a DataFrame with the table's schema."""
+    return tagged.where(tagged.table == table.name).mapInArrow(
+        functools.partial(untag_task, table_name=table.name), table.spark())
+
+
+def untag_task(batches: Iterator[pa.RecordBatch], table_name: str) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for blob in batch.column("batch").to_pylist():
+            yield untag(blob)
+
+
+def write_with_delta_spark(tagged, lake: str, table: Table, captures: set[str]) -> int:
+    from delta.tables import DeltaTable as SparkDeltaTable
+    uri = table_uri(lake, table)
+    quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in sorted(captures))
+    (untag_rows(tagged, table).write.format("delta").mode("overwrite").partitionBy("date")
+     .option("replaceWhere", f"{replace_key(table)} IN ({quoted})").save(uri))
+    spark = tagged.sparkSession
+    return SparkDeltaTable.forPath(spark, uri).history(1).collect()[0]["version"]
+
+
 def read_table(spark, lake: str, table: Table | str):
-    """A lake table as a Spark DataFrame: through delta-spark when its classes are loaded, else
-    from the active files in the Delta log (delta-rs)."""
+    """A lake table as a Spark DataFrame, whichever engine wrote it: through delta-spark when its
+    classes are loaded, else from the active files in the Delta log (delta-rs)."""
     from deltalake import DeltaTable
     table = TABLES[table] if isinstance(table, str) else table
     uri = table_uri(_absolute(lake), table)
+    if delta_spark_loaded(spark):
+        return spark.read.format("delta").load(uri).select(*table.names)
     files = DeltaTable(uri).file_uris()
     if not files:
         return spark.createDataFrame([], table.spark())

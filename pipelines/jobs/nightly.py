@@ -27,6 +27,7 @@ from collections import Counter
 
 from pipelines.config import ConfigError, load_config
 from pipelines.inputs import list_inputs
+from pipelines.lake import EngineError
 from pipelines.schemas import RAW_TABLES
 
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         config = load_config(args.config)
-    except ConfigError as error:
+    except (ConfigError, EngineError) as error:
         print(f"amqpcap: {error}", file=sys.stderr)
         return 2
     files = list_inputs(args.input)
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(config, args.master)
     try:
         summary = run(spark, files, config, args.lake or config.lake.path, args.run_id or str(uuid.uuid4()))
+    except EngineError as error:
+        print(f"amqpcap: {error}", file=sys.stderr)
+        return 2
     finally:
         spark.stop()
     print(summary["text"])
@@ -79,19 +83,23 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
     tagged = decode_connections(by_connection(segments, int(config.spark.conf.get(
         "spark.sql.shuffle.partitions", "8"))), config.decode_settings(), uris, run_id,
         config.spark.arrow_batch_rows)
+    engine = delta.choose_engine(config.lake.engine, delta.delta_spark_loaded(spark))
+    captures = set(uris)
+    versions, counts = {}, Counter()
     tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        files_written = [row.asDict() for row in delta.write_files(tagged, lake, run_id).collect()]
+        if engine == "delta-spark":
+            for table in RAW_TABLES:
+                versions[table.name] = delta.write_with_delta_spark(tagged, lake, table, captures)
+                counts[table.name] = delta.untag_rows(tagged, table).count()
+        else:
+            files_written = [row.asDict() for row in delta.write_files(tagged, lake, run_id).collect()]
+            for table in RAW_TABLES:
+                mine = [f for f in files_written if f["table"] == table.name]
+                versions[table.name] = delta.commit(lake, table, mine, captures, run_id)
+                counts[table.name] = sum(f["rows"] for f in mine)
     finally:
         tagged.unpersist()
-    captures = set(uris)
-    versions = {}
-    for table in RAW_TABLES:
-        mine = [f for f in files_written if f["table"] == table.name]
-        versions[table.name] = delta.commit(lake, table, mine, captures, run_id)
-    counts = Counter()
-    for f in files_written:
-        counts[f["table"]] += f["rows"]
     status = Counter()
     failed = []
     for row in delta.read_table(spark, lake, "captures").where(f"run_id = '{run_id}'").collect():
@@ -104,7 +112,7 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
         *[f"    failed: {line}" for line in failed],
         f"  rows: {counts['frames']} frames, {counts['messages']} messages, "
         f"{counts['decode_issues']} issues",
-        "  tables: " + ", ".join(f"{name} v{version}" for name, version in versions.items()),
+        f"  tables ({engine}): " + ", ".join(f"{name} v{version}" for name, version in versions.items()),
     ])
     return {"text": text, "failed": failed, "versions": versions, "rows": dict(counts), "status": dict(status)}
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pyarrow as pa
+import pytest
 
 from pipelines.schemas import RAW_TABLES, markdown
 from tests.conftest import ROOT
@@ -32,3 +33,12 @@ def test_spark_and_arrow_schemas_agree():
             assert arrow.field(field.name).type.equals(expected) or (
                 pa.types.is_map(expected) and pa.types.is_map(arrow.field(field.name).type)), field.name
         assert table.ddl().count("COMMENT") == len(table.columns)
+
+
+def test_engine_choice():
+    from pipelines.lake import EngineError, choose_engine
+    assert choose_engine("auto", loaded=False) == "delta-rs"
+    assert choose_engine("auto", loaded=True) == "delta-spark"
+    assert choose_engine("delta-rs", loaded=True) == "delta-rs"
+    with pytest.raises(EngineError, match="Delta jars are not on Spark's classpath"):
+        choose_engine("delta-spark", loaded=False)
