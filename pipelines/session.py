@@ -28,5 +28,6 @@ def build_session(config: Config, master: str | None = None):
 
 
 def _submitted() -> bool:
-    """Started by spark-submit (which sets the master itself)."""
-    return "SPARK_SUBMIT_OPTS" in os.environ or "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    """Started by spark-submit, whose --master must win: the JVM launched this Python driver and
+    told it where its gateway is."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ

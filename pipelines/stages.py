@@ -70,15 +70,21 @@ def settings_from_json(text: str) -> DecodeSettings:
 
 # -- stage 1 -------------------------------------------------------------------------------------
 
-def read_segments(df, batch_rows: int):
-    """files (file_index, uri, size) -> SEGMENTS rows."""
-    return df.mapInArrow(functools.partial(read_segments_task, batch_rows=batch_rows), SEGMENTS_DDL)
+def read_segments(df, batch_rows: int, progress=None):
+    """files (file_index, uri, size) -> SEGMENTS rows. `progress`: optional Spark accumulators
+    (files, bytes) the tasks add to as they finish files."""
+    task = functools.partial(read_segments_task, batch_rows=batch_rows, progress=progress)
+    return df.mapInArrow(task, SEGMENTS_DDL)
 
 
-def read_segments_task(batches: Iterator[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+def read_segments_task(batches: Iterator[pa.RecordBatch], batch_rows: int,
+                       progress=None) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for file_index, uri, size in zip(*(batch.column(n).to_pylist() for n in ("file_index", "uri", "size"))):
             yield from _file_segments(file_index, uri, size, batch_rows)
+            if progress is not None:
+                progress[0].add(1)
+                progress[1].add(max(size, 0))
 
 
 def _file_segments(file_index: int, uri: str, size: int, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -146,15 +152,24 @@ def by_connection(segments, partitions: int):
 # -- stage 3 -------------------------------------------------------------------------------------
 
 def decode_connections(segments, settings: DecodeSettings, uris: list[str], run_id: str,
-                       batch_rows: int):
+                       batch_rows: int, frames_counter=None):
     """Sorted SEGMENTS rows -> (table, Arrow IPC batch) rows for every raw table."""
     task = functools.partial(decode_connections_task, settings_json=settings_to_json(settings),
-                             uris=uris, run_id=run_id, batch_rows=batch_rows)
+                             uris=uris, run_id=run_id, batch_rows=batch_rows,
+                             frames_counter=frames_counter)
     return segments.mapInArrow(task, TABLE_BATCHES_DDL)
 
 
 def decode_connections_task(batches: Iterator[pa.RecordBatch], settings_json: str, uris: list[str],
-                            run_id: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+                            run_id: str, batch_rows: int, frames_counter=None) -> Iterator[pa.RecordBatch]:
+    for batch in _decode_connections(batches, settings_json, uris, run_id, batch_rows):
+        if frames_counter is not None and batch.column(0)[0].as_py() == "frames":
+            frames_counter.add(untag(batch.column(1)[0].as_py()).num_rows)
+        yield batch
+
+
+def _decode_connections(batches: Iterator[pa.RecordBatch], settings_json: str, uris: list[str],
+                        run_id: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
     settings = settings_from_json(settings_json)
     rows = RowBatcher(run_id, batch_rows)
     captures: list[dict] = []

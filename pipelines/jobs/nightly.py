@@ -4,23 +4,26 @@ Local (embedded Spark, delta-rs):
 
     amqpcap run --input /captures/2026-11-21 --lake /data/lake [--config conf/local.toml]
 
-On a cluster, the same job through spark-submit, with the project shipped as a wheel that every
-executor installs (or pre-installed on the nodes):
+The same job through spark-submit. Executors need the project and its dependencies in the Python
+they run: install the wheel on every node (`pip wheel --no-deps -w dist .` then
+`pip install dist/amqpcap-0.1.0-py3-none-any.whl` there; it carries spec/ as package data), and
+point Spark at that interpreter:
 
-    pip wheel --no-deps -w dist .
-    spark-submit --master yarn --deploy-mode cluster \\
-        --py-files dist/amqpcap-0.1.0-py3-none-any.whl \\
-        --conf spark.pyspark.python=python3 \\
-        pipelines/jobs/nightly.py --input s3://captures/2026-11-21/ --lake s3://analytics/lake \\
+    PYSPARK_PYTHON=/opt/amqpcap/bin/python PYSPARK_DRIVER_PYTHON=/opt/amqpcap/bin/python \
+    spark-submit --master yarn --conf spark.pyspark.python=/opt/amqpcap/bin/python \
+        pipelines/jobs/nightly.py --input s3://captures/2026-11-21/ --lake s3://analytics/lake \
         --config conf/cluster.toml
 
-(The wheel carries spec/ as package data, so executors load the same protocol definitions.)
+(On this machine, `.venv/bin/spark-submit --master 'local[2]' pipelines/jobs/nightly.py ...` with
+PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON set to `.venv/bin/python` runs it the same way.)
+spark-submit's --master wins over the config's spark.master.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -75,14 +78,20 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
 
     started = time.time()
     uris = [f.uri for f in files]
-    _progress(f"run {run_id}: {len(files)} files, {sum(max(f.size, 0) for f in files) / 1e6:.1f} MB")
+    total_bytes = sum(max(f.size, 0) for f in files)
+    _progress(f"run {run_id}: {len(files)} files, {total_bytes / 1e6:.1f} MB")
+    context = spark.sparkContext
+    counters = (context.accumulator(0), context.accumulator(0), context.accumulator(0))
     listing = spark.createDataFrame([(i, f.uri, f.size) for i, f in enumerate(files)],
                                     "file_index int, uri string, size bigint")
-    parallelism = max(1, min(len(files), spark.sparkContext.defaultParallelism))
-    segments = read_segments(listing.repartition(parallelism), config.spark.arrow_batch_rows)
+    parallelism = max(1, min(len(files), context.defaultParallelism))
+    segments = read_segments(listing.repartition(parallelism), config.spark.arrow_batch_rows,
+                             progress=counters[:2])
     tagged = decode_connections(by_connection(segments, int(config.spark.conf.get(
         "spark.sql.shuffle.partitions", "8"))), config.decode_settings(), uris, run_id,
-        config.spark.arrow_batch_rows)
+        config.spark.arrow_batch_rows, frames_counter=counters[2])
+    reporter = Progress(context, counters, len(files), total_bytes)
+    reporter.start()
     engine = delta.choose_engine(config.lake.engine, delta.delta_spark_loaded(spark))
     captures = set(uris)
     versions, counts = {}, Counter()
@@ -100,6 +109,7 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
                 counts[table.name] = sum(f["rows"] for f in mine)
     finally:
         tagged.unpersist()
+        reporter.stop()
     status = Counter()
     failed = []
     for row in delta.read_table(spark, lake, "captures").where(f"run_id = '{run_id}'").collect():
@@ -119,6 +129,34 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
 
 def _progress(message: str) -> None:
     print(f"amqpcap: {message}", file=sys.stderr, flush=True)
+
+
+class Progress(threading.Thread):
+    """Prints files and bytes read, frames decoded and Spark's task counts every few seconds.
+    (Task counters reach the driver as tasks finish.)"""
+
+    def __init__(self, context, counters, files: int, total_bytes: int, every: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.context, self.counters, self.files, self.total = context, counters, files, total_bytes
+        self.every = every
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            self.report()
+
+    def report(self) -> None:
+        tracker = self.context.statusTracker()
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        tasks = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
+                          for s in stages if s is not None)
+        files, read, frames = (c.value for c in self.counters)
+        _progress(f"{files}/{self.files} files, {read / 1e6:.1f}/{self.total / 1e6:.1f} MB read, "
+                  f"{frames} frames decoded" + (f"; {tasks}" if tasks else ""))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.report()
 
 
 if __name__ == "__main__":
