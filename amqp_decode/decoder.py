@@ -11,6 +11,7 @@ stream. A file that cannot be read is recorded as failed and the others still de
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import heapq
@@ -73,6 +74,18 @@ def connection_id(a: str, b: str, first_ts_ns: int) -> str:
     return hashlib.blake2b(f"{low}|{high}|{first_ts_ns}".encode(), digest_size=8).hexdigest()
 
 
+@functools.lru_cache(maxsize=8)
+def codecs_for(specs: tuple[tuple[str, str], ...], dialect: str) -> dict[str, Codec]:
+    """One codec per protocol version, built once per process: compiling a spec's decoders costs
+    tens of milliseconds, and the Spark job starts a SegmentDecoder per connection."""
+    chosen = dict(specs)
+    codecs = {version: Codec(load_spec(chosen.get(version, version)), dialect) for version in BUNDLED}
+    for version, path in chosen.items():
+        if version not in codecs:
+            codecs[version] = Codec(load_spec(path), dialect)
+    return codecs
+
+
 class SegmentDecoder:
     """TCP segments in (any order a capture gives them), AMQP records out: the part of the path
     after packet parsing, shared by CaptureDecoder and the Spark job (which feeds it segments
@@ -81,12 +94,7 @@ class SegmentDecoder:
     def __init__(self, settings: DecodeSettings, capture_names: list[str],
                  on_connection_end=None) -> None:
         self.settings = settings
-        specs = dict(settings.specs)
-        self.codecs = {version: Codec(load_spec(specs.get(version, version)), settings.dialect)
-                       for version in BUNDLED}
-        for version, path in specs.items():
-            if version not in self.codecs:
-                self.codecs[version] = Codec(load_spec(path), settings.dialect)
+        self.codecs = codecs_for(settings.specs, settings.dialect)
         self.capture_names = capture_names
         self.on_connection_end = on_connection_end
         self.out: list[dict] = []

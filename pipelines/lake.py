@@ -50,33 +50,54 @@ def table_uri(lake: str, table: Table) -> str:
 
 # -- executors -----------------------------------------------------------------------------------
 
+def decode_and_write(segments, settings, uris: list[str], run_id: str, batch_rows: int, lake: str,
+                     frames_counter=None):
+    """Sorted segments -> one FILES_DDL row per Parquet file written: each task decodes its
+    connections and writes their rows itself (one pass; only file metadata comes back)."""
+    from pipelines.stages import settings_to_json
+    task = functools.partial(decode_and_write_task, settings_json=settings_to_json(settings), uris=uris,
+                             run_id=run_id, batch_rows=batch_rows, lake=lake, frames_counter=frames_counter)
+    return segments.mapInArrow(task, FILES_DDL)
+
+
+def decode_and_write_task(batches: Iterator[pa.RecordBatch], settings_json: str, uris: list[str],
+                          run_id: str, batch_rows: int, lake: str, frames_counter=None):
+    from pipelines.stages import table_batches
+    pairs = table_batches(batches, settings_json, uris, run_id, batch_rows, frames_counter)
+    return write_files_task(pairs, lake, run_id)
+
+
 def write_files(tagged, lake: str, run_id: str):
     """(table, IPC batch) rows -> one FILES_DDL row per Parquet file written."""
-    return tagged.mapInArrow(functools.partial(write_files_task, lake=lake, run_id=run_id), FILES_DDL)
+    def task(batches):
+        pairs = ((name, untag(blob)) for batch in batches
+                 for name, blob in zip(batch.column("table").to_pylist(), batch.column("batch").to_pylist()))
+        return write_files_task(pairs, lake, run_id)
+    return tagged.mapInArrow(task, FILES_DDL)
 
 
-def write_files_task(batches: Iterator[pa.RecordBatch], lake: str, run_id: str) -> Iterator[pa.RecordBatch]:
+def write_files_task(pairs, lake: str, run_id: str) -> Iterator[pa.RecordBatch]:
+    """(table name, rows) pairs -> Parquet files, one per (table, date, capture); yields their
+    metadata once every file is closed."""
     filesystem, root = _filesystem(lake)
     writers: dict[tuple[str, str, str], tuple[pq.ParquetWriter, str]] = {}
-    for batch in batches:
-        for name, blob in zip(batch.column("table").to_pylist(), batch.column("batch").to_pylist()):
-            table = TABLES[name]
-            data = untag(blob)
-            key = replace_key(table)
-            groups: dict[tuple, list[int]] = {}
-            for i, (day, capture) in enumerate(zip(data.column("date").to_pylist(),
-                                                   data.column(key).to_pylist())):
-                groups.setdefault((day.isoformat(), capture), []).append(i)
-            for (day, capture), indices in groups.items():
-                part = data.take(pa.array(indices)).drop_columns(["date"])
-                slot = (name, day, capture)
-                if slot not in writers:
-                    relative = f"date={day}/part-{run_id[:8]}-{uuid.uuid4().hex}.parquet"
-                    path = f"{root}/{name}/{relative}"
-                    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                    writers[slot] = (pq.ParquetWriter(path, part.schema, filesystem=filesystem,
-                                                      compression="zstd"), relative)
-                writers[slot][0].write_batch(part)
+    for name, data in pairs:
+        table = TABLES[name]
+        key = replace_key(table)
+        groups: dict[tuple, list[int]] = {}
+        for i, (day, capture) in enumerate(zip(data.column("date").to_pylist(),
+                                               data.column(key).to_pylist())):
+            groups.setdefault((day.isoformat(), capture), []).append(i)
+        for (day, capture), indices in groups.items():
+            part = data.take(pa.array(indices)).drop_columns(["date"])
+            slot = (name, day, capture)
+            if slot not in writers:
+                relative = f"date={day}/part-{run_id[:8]}-{uuid.uuid4().hex}.parquet"
+                path = f"{root}/{name}/{relative}"
+                filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                writers[slot] = (pq.ParquetWriter(path, part.schema, filesystem=filesystem,
+                                                  compression="zstd"), relative)
+            writers[slot][0].write_batch(part)
     rows = {name: [] for name in ("table", "path", "size", "date", "capture", "rows", "stats")}
     for (name, day, capture), (writer, relative) in writers.items():
         writer.close()
@@ -211,6 +232,18 @@ def write_with_delta_spark(tagged, lake: str, table: Table, captures: set[str]) 
      .option("replaceWhere", f"{replace_key(table)} IN ({quoted})").save(uri))
     spark = tagged.sparkSession
     return SparkDeltaTable.forPath(spark, uri).history(1).collect()[0]["version"]
+
+
+def run_captures(spark, lake: str, run_id: str) -> list[dict]:
+    """This run's rows of the captures table (one per input file): read from the active files
+    directly, without a Spark job, when delta-rs wrote them."""
+    if delta_spark_loaded(spark):
+        frame = read_table(spark, lake, CAPTURES)
+        return [row.asDict() for row in frame.where(frame.run_id == run_id).collect()]
+    from deltalake import DeltaTable
+    table = DeltaTable(table_uri(_absolute(lake), CAPTURES)).to_pyarrow_table(
+        columns=["run_id", "path", "status", "error"])
+    return [row for row in table.to_pylist() if row["run_id"] == run_id]
 
 
 def read_table(spark, lake: str, table: Table | str):

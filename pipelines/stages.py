@@ -162,14 +162,21 @@ def decode_connections(segments, settings: DecodeSettings, uris: list[str], run_
 
 def decode_connections_task(batches: Iterator[pa.RecordBatch], settings_json: str, uris: list[str],
                             run_id: str, batch_rows: int, frames_counter=None) -> Iterator[pa.RecordBatch]:
-    for batch in _decode_connections(batches, settings_json, uris, run_id, batch_rows):
-        if frames_counter is not None and batch.column(0)[0].as_py() == "frames":
-            frames_counter.add(untag(batch.column(1)[0].as_py()).num_rows)
-        yield batch
+    for name, batch in table_batches(batches, settings_json, uris, run_id, batch_rows, frames_counter):
+        yield _tagged(name, batch)
+
+
+def table_batches(batches: Iterator[pa.RecordBatch], settings_json: str, uris: list[str], run_id: str,
+                  batch_rows: int, frames_counter=None) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Sorted SEGMENTS batches -> (table name, rows of that table) pairs, in bounded batches."""
+    for name, batch in _decode_connections(batches, settings_json, uris, run_id, batch_rows):
+        if frames_counter is not None and name == "frames":
+            frames_counter.add(batch.num_rows)
+        yield name, batch
 
 
 def _decode_connections(batches: Iterator[pa.RecordBatch], settings_json: str, uris: list[str],
-                        run_id: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+                        run_id: str, batch_rows: int) -> Iterator[tuple[str, pa.RecordBatch]]:
     settings = settings_from_json(settings_json)
     rows = RowBatcher(run_id, batch_rows)
     captures: list[dict] = []
@@ -190,16 +197,14 @@ def _decode_connections(batches: Iterator[pa.RecordBatch], settings_json: str, u
                 yield from _emit(rows, records)
     if decoder is not None:
         yield from _emit(rows, decoder.finish())
-    for name, batch in rows.finish():
-        yield _tagged(name, batch)
+    yield from rows.finish()
     if captures:
-        yield _tagged(CAPTURES.name, rows_to_batch(CAPTURES, captures))
+        yield CAPTURES.name, rows_to_batch(CAPTURES, captures)
 
 
-def _emit(rows: RowBatcher, records: list[dict]) -> Iterator[pa.RecordBatch]:
+def _emit(rows: RowBatcher, records: list[dict]) -> Iterator[tuple[str, pa.RecordBatch]]:
     for record in records:
-        for name, batch in rows.add(record):
-            yield _tagged(name, batch)
+        yield from rows.add(record)
 
 
 def _tagged(table: str, batch: pa.RecordBatch) -> pa.RecordBatch:

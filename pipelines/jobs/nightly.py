@@ -87,35 +87,39 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
     parallelism = max(1, min(len(files), context.defaultParallelism))
     segments = read_segments(listing.repartition(parallelism), config.spark.arrow_batch_rows,
                              progress=counters[:2])
-    tagged = decode_connections(by_connection(segments, int(config.spark.conf.get(
-        "spark.sql.shuffle.partitions", "8"))), config.decode_settings(), uris, run_id,
-        config.spark.arrow_batch_rows, frames_counter=counters[2])
-    reporter = Progress(context, counters, len(files), total_bytes)
-    reporter.start()
+    grouped = by_connection(segments, int(config.spark.conf.get("spark.sql.shuffle.partitions", "8")))
     engine = delta.choose_engine(config.lake.engine, delta.delta_spark_loaded(spark))
     captures = set(uris)
     versions, counts = {}, Counter()
-    tagged.persist(StorageLevel.MEMORY_AND_DISK)
+    reporter = Progress(context, counters, len(files), total_bytes)
+    reporter.start()
     try:
-        if engine == "delta-spark":
-            for table in RAW_TABLES:
-                versions[table.name] = delta.write_with_delta_spark(tagged, lake, table, captures)
-                counts[table.name] = delta.untag_rows(tagged, table).count()
-        else:
-            files_written = [row.asDict() for row in delta.write_files(tagged, lake, run_id).collect()]
+        if engine == "delta-spark":  # Spark writes each table from the decoded rows, kept once
+            tagged = decode_connections(grouped, config.decode_settings(), uris, run_id,
+                                        config.spark.arrow_batch_rows, frames_counter=counters[2])
+            tagged.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                for table in RAW_TABLES:
+                    versions[table.name] = delta.write_with_delta_spark(tagged, lake, table, captures)
+                    counts[table.name] = delta.untag_rows(tagged, table).count()
+            finally:
+                tagged.unpersist()
+        else:  # one pass: tasks decode and write Parquet; the driver gets file metadata only
+            written = delta.decode_and_write(grouped, config.decode_settings(), uris, run_id,
+                                             config.spark.arrow_batch_rows, lake, counters[2])
+            files_written = [row.asDict() for row in written.collect()]
             for table in RAW_TABLES:
                 mine = [f for f in files_written if f["table"] == table.name]
                 versions[table.name] = delta.commit(lake, table, mine, captures, run_id)
                 counts[table.name] = sum(f["rows"] for f in mine)
     finally:
-        tagged.unpersist()
         reporter.stop()
     status = Counter()
     failed = []
-    for row in delta.read_table(spark, lake, "captures").where(f"run_id = '{run_id}'").collect():
-        status[row.status] += 1
-        if row.status == "failed":
-            failed.append(f"{row.path}: {row.error}")
+    for row in delta.run_captures(spark, lake, run_id):
+        status[row["status"]] += 1
+        if row["status"] == "failed":
+            failed.append(f"{row['path']}: {row['error']}")
     text = "\n".join([
         f"amqpcap run {run_id} finished in {time.time() - started:.1f} s",
         f"  captures: {status.get('ok', 0)} ok, {status.get('partial', 0)} partial, {status.get('failed', 0)} failed",
