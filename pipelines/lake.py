@@ -7,7 +7,7 @@
 
 delta-rs in detail:
 
-Executors turn (table, Arrow IPC batch) rows into Parquet files under `<lake>/<table>/date=D/`,
+Each decode task writes its tables' rows as Parquet files under `<lake>/<table>/date=D/`,
 one file per (date, capture) per task, and return only file metadata: path, size, partition
 value, the capture, and the statistics Delta readers use for data skipping. The driver then
 commits one transaction per table: it removes the table's files whose rows came from the
@@ -65,15 +65,6 @@ def decode_and_write_task(batches: Iterator[pa.RecordBatch], settings_json: str,
     from pipelines.stages import table_batches
     pairs = table_batches(batches, settings_json, uris, run_id, batch_rows, frames_counter)
     return write_files_task(pairs, lake, run_id)
-
-
-def write_files(tagged, lake: str, run_id: str):
-    """(table, IPC batch) rows -> one FILES_DDL row per Parquet file written."""
-    def task(batches):
-        pairs = ((name, untag(blob)) for batch in batches
-                 for name, blob in zip(batch.column("table").to_pylist(), batch.column("batch").to_pylist()))
-        return write_files_task(pairs, lake, run_id)
-    return tagged.mapInArrow(task, FILES_DDL)
 
 
 def write_files_task(pairs, lake: str, run_id: str) -> Iterator[pa.RecordBatch]:
