@@ -8,7 +8,7 @@
 delta-rs in detail:
 
 Each decode task writes its tables' rows as Parquet files under `<lake>/<table>/date=D/`,
-one file per (date, capture) per task, and return only file metadata: path, size, partition
+one file per (date, capture) per task, and returns only file metadata: path, size, partition
 value, the capture, and the statistics Delta readers use for data skipping. The driver then
 commits one transaction per table: it removes the table's files whose rows came from the
 captures of this run (each file holds one capture, so the match is exact) and adds the new ones.
@@ -169,6 +169,28 @@ def commit(lake: str, table: Table, files: list[dict], captures: set[str], run_i
     existing.create_write_transaction(removes + adds, mode="append", schema=schema,
                                       partition_by=["date"], commit_properties=properties)
     return DeltaTable(uri).version()
+
+
+def commit_all(lake: str, files: list[dict], captures: set[str], run_id: str) -> dict[str, int]:
+    """commit() for every raw table. delta-rs has no multi-table transaction: if a commit fails,
+    the tables this run already committed are restored to their versions before the run, so a
+    failed run leaves no partial result (tables this run created stay, empty of nothing new)."""
+    from deltalake import DeltaTable
+    versions: dict[str, int] = {}
+    before: dict[str, int] = {}
+    try:
+        for table in RAW_TABLES:
+            uri = table_uri(_absolute(lake), table)
+            if DeltaTable.is_deltatable(uri):
+                before[table.name] = DeltaTable(uri).version()
+            mine = [f for f in files if f["table"] == table.name]
+            versions[table.name] = commit(lake, table, mine, captures, run_id)
+    except Exception:
+        for name in versions:
+            if name in before:
+                DeltaTable(table_uri(_absolute(lake), TABLES[name])).restore(before[name])
+        raise
+    return versions
 
 
 def _absolute(lake: str) -> str:

@@ -108,10 +108,9 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
             written = delta.decode_and_write(grouped, config.decode_settings(), uris, run_id,
                                              config.spark.arrow_batch_rows, lake, counters[2])
             files_written = [row.asDict() for row in written.collect()]
-            for table in RAW_TABLES:
-                mine = [f for f in files_written if f["table"] == table.name]
-                versions[table.name] = delta.commit(lake, table, mine, captures, run_id)
-                counts[table.name] = sum(f["rows"] for f in mine)
+            versions = delta.commit_all(lake, files_written, captures, run_id)
+            for f in files_written:
+                counts[f["table"]] += f["rows"]
     finally:
         reporter.stop()
     status = Counter()

@@ -129,3 +129,22 @@ def test_local_cluster_run(tmp_path):
                             cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "1 ok, 0 partial, 0 failed" in result.stdout
+
+
+def test_a_failed_commit_leaves_no_partial_run(spark, config, tmp_path, monkeypatch):
+    from pipelines import lake as delta
+    path = str(tmp_path / "lake")
+    files = list_inputs([str(SAMPLES / "heartbeats.pcap")])
+    first = run(spark, files, config, path, "good")
+    real = delta.commit
+
+    def failing(lake, table, *args):
+        if table.name == "messages":
+            raise RuntimeError("storage went away")
+        return real(lake, table, *args)
+    monkeypatch.setattr(delta, "commit", failing)
+    with pytest.raises(RuntimeError, match="storage went away"):
+        run(spark, files, config, path, "bad")
+    frames = read_table(spark, path, "frames")
+    assert {r.run_id for r in frames.select("run_id").distinct().collect()} == {"good"}
+    assert frames.count() == first["rows"]["frames"]
