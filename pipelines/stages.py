@@ -124,9 +124,15 @@ def _file_segments(file_index: int, uri: str, size: int, batch_rows: int) -> Ite
     yield pa.RecordBatch.from_pydict(rows, schema=SEGMENTS)
 
 
+@functools.lru_cache(maxsize=65536)
+def _key(src: bytes, sport: int, dst: bytes, dport: int) -> str:
+    """The 4-tuple's key, the same from either direction (cached: one lookup per packet)."""
+    a, b = format_endpoint(src, sport), format_endpoint(dst, dport)
+    return f"{a}|{b}" if a < b else f"{b}|{a}"
+
+
 def _append(rows: dict[str, list], s: Segment, file_index: int, packet_index: int) -> None:
-    a, b = format_endpoint(s.src, s.sport), format_endpoint(s.dst, s.dport)
-    rows["key"].append(f"{a}|{b}" if a < b else f"{b}|{a}")
+    rows["key"].append(_key(s.src, s.sport, s.dst, s.dport))
     rows["ts_ns"].append(s.ts_ns)
     rows["file_index"].append(file_index)
     rows["packet_index"].append(packet_index)
