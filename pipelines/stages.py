@@ -16,6 +16,7 @@ as arguments, nothing from driver state).
 
 from __future__ import annotations
 
+import datetime
 import functools
 import io
 import json
@@ -226,7 +227,6 @@ def untag(blob: bytes) -> pa.RecordBatch:
 
 
 def _capture_row(facts: dict, run_id: str) -> dict:
-    import datetime
     first, last = facts["first_ts_ns"], facts["last_ts_ns"]
     day = datetime.datetime.fromtimestamp((first or 0) / 1e9, datetime.timezone.utc).date() if first \
         else datetime.datetime.now(datetime.timezone.utc).date()
