@@ -44,10 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     decode.add_argument("--body-cap", type=int, default=4096, metavar="BYTES")
     decode.add_argument("--quiet", action="store_true", help="no summary on stderr")
     commands.add_parser("run", help="decode captures into the Delta lake with Spark", add_help=False)
+    commands.add_parser("analyze", help="rebuild the analytics tables from the raw ones", add_help=False)
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["run"]:  # the Spark job has its own options (pipelines.jobs.nightly)
+    if argv[:1] == ["run"]:  # the Spark jobs have their own options (pipelines.jobs)
         from pipelines.jobs.nightly import main as run_main
         return run_main(argv[1:])
+    if argv[:1] == ["analyze"]:
+        from pipelines.jobs.analyze import main as analyze_main
+        return analyze_main(argv[1:])
     args = parser.parse_args(argv)
     return _decode(args)
 

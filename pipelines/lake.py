@@ -31,12 +31,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipelines.schemas import CAPTURES, RAW_TABLES, Table
+from pipelines.schemas import ANALYTICS_TABLES, CAPTURES, RAW_TABLES, Table
 from pipelines.stages import untag
 
 FILES_DDL = ("table string, path string, size bigint, date string, capture string, rows bigint, "
              "stats string")
-TABLES = {t.name: t for t in RAW_TABLES}
+TABLES = {t.name: t for t in RAW_TABLES + ANALYTICS_TABLES}
 
 
 def replace_key(table: Table) -> str:
@@ -65,6 +65,14 @@ def decode_and_write_task(batches: Iterator[pa.RecordBatch], settings_json: str,
     from pipelines.stages import table_batches
     pairs = table_batches(batches, settings_json, uris, run_id, batch_rows, frames_counter)
     return write_files_task(pairs, lake, run_id)
+
+
+def write_dataframe(frame, table: Table, lake: str, run_id: str):
+    """Any DataFrame with `table`'s columns -> Parquet files written by the executors; returns the
+    FILES_DDL rows (for commit)."""
+    def task(batches):
+        return write_files_task(((table.name, batch) for batch in batches), lake, run_id)
+    return frame.select(*table.names).mapInArrow(task, FILES_DDL)
 
 
 def write_files_task(pairs, lake: str, run_id: str) -> Iterator[pa.RecordBatch]:
@@ -143,16 +151,17 @@ def _filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
 
 # -- driver --------------------------------------------------------------------------------------
 
-def commit(lake: str, table: Table, files: list[dict], captures: set[str], run_id: str) -> int:
-    """One Delta transaction for `table`: this run's files in, the replaced captures' files out.
-    Returns the table version written."""
+def commit(lake: str, table: Table, files: list[dict], captures: set[str] | None, run_id: str) -> int:
+    """One Delta transaction for `table`: this run's files in, the replaced captures' files out
+    (every file when `captures` is None: a rebuild). Returns the table version written."""
     from deltalake import CommitProperties, DeltaTable, Schema
     from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
     uri = table_uri(_absolute(lake), table)
     now = int(time.time() * 1000)
     adds = [AddAction(f["path"], f["size"], {"date": f["date"]}, now, True, f["stats"]) for f in files]
-    properties = CommitProperties(custom_metadata={"run_id": run_id, "captures": len(captures)})
+    properties = CommitProperties(custom_metadata={
+        "run_id": run_id, "captures": "all" if captures is None else len(captures)})
     schema = table.arrow().remove_metadata()
     if not DeltaTable.is_deltatable(uri):
         create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
@@ -163,7 +172,7 @@ def commit(lake: str, table: Table, files: list[dict], captures: set[str], run_i
     removes = []
     for action in pa.table(existing.get_add_actions(flatten=True)).to_pylist():
         low, high = action.get(f"min.{key}"), action.get(f"max.{key}")
-        if low is not None and low == high and low in captures:
+        if captures is None or (low is not None and low == high and low in captures):
             removes.append(RemoveAction(action["path"], True, now, action["size_bytes"],
                                         {"date": str(action.get("partition.date"))}))
     existing.create_write_transaction(removes + adds, mode="append", schema=schema,

@@ -172,8 +172,29 @@ DECODE_ISSUES = Table("decode_issues", "Every problem met while decoding: where,
 
 RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES)
 
+ERRORS = Table("errors", "Every error the protocol signalled: connection.close and channel.close with a "
+               "reply code other than 200 (or 0), every basic.return, every basic.nack from the broker.", (
+    DATE, CONNECTION, CAPTURE, TS, TS_NS, CLIENT, SERVER, CHANNEL,
+    _c("method", "string", "connection.close, channel.close, basic.return or basic.nack"),
+    _c("initiator", "string", "'server' or 'client': who sent it"),
+    _c("scope", "string", "'connection' (hard: the connection is closed) or 'channel' (soft: the channel "
+       "is closed); for basic.return and basic.nack the message's channel"),
+    _c("reply_code", "int", "reply code (basic.nack: null)"),
+    _c("reply_name", "string", "the reply code's name in the spec (NOT_FOUND, PRECONDITION_FAILED...); "
+       "null for codes the spec lacks"),
+    _c("code_class", "string", "the spec's class of that code: soft-error or hard-error (a soft code in a "
+       "connection.close, or the reverse, is a broker's choice worth noticing)"),
+    _c("reply_text", "string", "reply text"),
+    _c("failing_method", "string", "close: the method that caused it, by spec name; null when none"),
+    _c("delivery_tag", "bigint", "basic.nack: the confirm sequence number nacked"),
+    _c("multiple", "boolean", "basic.nack: whether every outstanding tag up to it is nacked"),
+    RUN,
+))
 
-def markdown(tables=RAW_TABLES) -> str:
+ANALYTICS_TABLES = (ERRORS,)
+
+
+def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:
     lines = ["# Tables", "",
              "Generated from `pipelines/schemas.py` (`python -m pipelines.schemas > docs/tables.md`); "
              "do not edit by hand. All tables are Delta, partitioned by `date` (UTC date of the "

@@ -113,6 +113,8 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
                 counts[f["table"]] += f["rows"]
     finally:
         reporter.stop()
+    from pipelines.jobs.analyze import analyze
+    versions.update(analyze(spark, lake, run_id, captures))
     status = Counter()
     failed = []
     for row in delta.run_captures(spark, lake, run_id):

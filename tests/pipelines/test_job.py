@@ -29,7 +29,7 @@ def lake(spark, config, tmp_path_factory):
 
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
-    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0}
+    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "errors": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -148,3 +148,31 @@ def test_a_failed_commit_leaves_no_partial_run(spark, config, tmp_path, monkeypa
     frames = read_table(spark, path, "frames")
     assert {r.run_id for r in frames.select("run_id").distinct().collect()} == {"good"}
     assert frames.count() == first["rows"]["frames"]
+
+
+def test_errors_table_holds_every_known_error(spark, lake):
+    path, summary = lake
+    assert summary["versions"]["errors"] == 0
+    table = read_table(spark, path, "errors")
+    for expected_path in RECORDED:
+        expected = json.loads(expected_path.read_text())
+        mine = table.where(table.capture == str(capture_for(expected_path)))
+        codes = expected["reply_codes"]
+        want = sorted(c for c in codes["connection.close"] + codes["channel.close"] if c not in (0, 200))
+        got = sorted(r.reply_code for r in mine.where("method like '%.close'").collect())
+        assert got == want, expected_path.name
+        assert sorted(r.reply_code for r in mine.where("method = 'basic.return'").collect()) == \
+            sorted(codes["basic.return"])
+        assert mine.where("method = 'basic.nack'").count() == expected["messages"]["confirm_nacks"]
+    assert table.where("reply_code = 404 and reply_name is null").count() == 0
+
+
+def test_analyze_rebuilds_the_analytics_tables(spark, lake):
+    from pipelines.jobs.analyze import analyze
+    path, _ = lake
+    before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
+    versions = analyze(spark, path, "rebuild")
+    assert versions == {"errors": 1}
+    after = read_table(spark, path, "errors")
+    assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
+    assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}

@@ -1,0 +1,61 @@
+"""Rebuild the analytics tables from the raw ones.
+
+    amqpcap analyze --lake DIR [--config FILE] [--master URL]
+
+The nightly job calls `analyze` for the captures it just decoded; this command rebuilds every
+analytics table from the whole raw layer (after a fix to a transform, for instance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+
+from pipelines.config import ConfigError, load_config
+
+
+def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> dict[str, int]:
+    """Write every analytics table for `captures` (None: all of them). Returns table versions."""
+    from pyspark.sql import functions as F
+
+    from pipelines import lake as delta
+    from pipelines.analytics import reference
+    from pipelines.analytics.errors import errors
+    from pipelines.schemas import ERRORS
+
+    frames = delta.read_table(spark, lake, "frames")
+    if captures is not None:
+        frames = frames.where(F.col("capture").isin(*sorted(captures)))
+    built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark))
+             .withColumn("run_id", F.lit(run_id))}
+    versions = {}
+    for table, frame in built.items():
+        files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]
+        versions[table.name] = delta.commit(lake, table, files, captures, run_id)
+    return versions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="amqpcap analyze", description=__doc__.splitlines()[0])
+    parser.add_argument("--lake", help="lake location (default: lake.path of the config)")
+    parser.add_argument("--config", help="a TOML file overriding conf/default.toml's settings")
+    parser.add_argument("--master", help="Spark master (default: spark.master of the config)")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        print(f"amqpcap: {error}", file=sys.stderr)
+        return 2
+    from pipelines.session import build_session
+    spark = build_session(config, args.master)
+    try:
+        versions = analyze(spark, args.lake or config.lake.path, f"analyze-{uuid.uuid4()}")
+    finally:
+        spark.stop()
+    print("amqpcap analyze: " + ", ".join(f"{name} v{version}" for name, version in versions.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
