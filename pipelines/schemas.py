@@ -191,7 +191,31 @@ ERRORS = Table("errors", "Every error the protocol signalled: connection.close a
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS,)
+DELIVERIES = Table("deliveries", "One row per basic.deliver and basic.get-ok: how and when the consumer "
+                   "settled it (ack latency).", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER, CHANNEL,
+    _c("channel_instance", "int", "which lifetime of the channel number (1 = first channel.open seen; 0 = "
+       "opened before the capture began)"),
+    _c("method", "string", "basic.deliver or basic.get-ok"),
+    _c("delivery_tag", "bigint", "the delivery tag"),
+    _c("consumer_tag", "string", "deliver: the consumer it went to"),
+    _c("queue", "string", "the consumed queue (from basic.consume or basic.get); null if not captured"),
+    _c("exchange", "string", "exchange the message was published to"),
+    _c("routing_key", "string", "routing key"),
+    _c("redelivered", "boolean", "the redelivered flag"),
+    _c("delivered_at", "timestamp", "time of the deliver / get-ok frame"),
+    _c("delivered_ns", "bigint", "the same, nanoseconds since the epoch"),
+    _c("outcome", "string", "ack, nack, reject, auto-ack (no_ack consumer or get), unsettled (still "
+       "outstanding when the capture ended), channel-closed or connection-closed (outstanding when it closed: "
+       "the broker requeues it)"),
+    _c("requeue", "boolean", "nack / reject: the requeue flag"),
+    _c("settled_at", "timestamp", "time of the settling ack / nack / reject (or of the close)"),
+    _c("settle_latency_ms", "double", "settled_at - delivered_at, in milliseconds"),
+    _c("settled_by_multiple", "boolean", "settled by an ack or nack with multiple set"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

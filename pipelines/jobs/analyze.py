@@ -21,14 +21,16 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
 
     from pipelines import lake as delta
     from pipelines.analytics import reference
+    from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
-    from pipelines.schemas import ERRORS
+    from pipelines.schemas import DELIVERIES, ERRORS
 
     frames = delta.read_table(spark, lake, "frames")
     if captures is not None:
         frames = frames.where(F.col("capture").isin(*sorted(captures)))
-    built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark))
-             .withColumn("run_id", F.lit(run_id))}
+    built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
+             DELIVERIES: deliveries(frames)}
+    built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
     for table, frame in built.items():
         files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]

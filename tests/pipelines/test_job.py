@@ -29,7 +29,8 @@ def lake(spark, config, tmp_path_factory):
 
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
-    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "errors": 0}
+    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "errors": 0,
+                                   "deliveries": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -172,7 +173,22 @@ def test_analyze_rebuilds_the_analytics_tables(spark, lake):
     path, _ = lake
     before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
     versions = analyze(spark, path, "rebuild")
-    assert versions == {"errors": 1}
+    assert versions == {"errors": 1, "deliveries": 1}
     after = read_table(spark, path, "errors")
     assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
     assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
+
+
+def test_deliveries_table_settles_as_the_samples_did(spark, lake):
+    path, _ = lake
+    table = read_table(spark, path, "deliveries")
+    for expected_path in RECORDED:
+        facts = json.loads(expected_path.read_text())["messages"]
+        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        outcomes = Counter(r.outcome for r in mine)
+        assert len(mine) == facts["delivered"] + facts["get_ok"], expected_path.name
+        assert (outcomes["ack"], outcomes["nack"], outcomes["reject"]) == \
+            (facts["acked"], facts["nacked"], facts["rejected"]), expected_path.name
+        assert sum(bool(r.requeue) for r in mine) == facts["requeued"]
+        assert sum(bool(r.redelivered) for r in mine) == facts["redelivered"]
+        assert all(r.settle_latency_ms >= 0 for r in mine if r.settle_latency_ms is not None)
