@@ -215,7 +215,33 @@ DELIVERIES = Table("deliveries", "One row per basic.deliver and basic.get-ok: ho
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS, DELIVERIES)
+PUBLISHES = Table("publishes", "One row per basic.publish: whether and when the broker confirmed it "
+                  "(confirm latency), whether it came back (basic.return), and its transaction's outcome.", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER, CHANNEL,
+    _c("channel_instance", "int", "which lifetime of the channel number (0 = opened before the capture)"),
+    _c("published_at", "timestamp", "time of the basic.publish frame"),
+    _c("published_ns", "bigint", "the same, nanoseconds since the epoch"),
+    _c("exchange", "string", "exchange"),
+    _c("routing_key", "string", "routing key"),
+    _c("mandatory", "boolean", "the mandatory flag"),
+    _c("message_id", "string", "property message-id"),
+    _c("correlation_id", "string", "property correlation-id"),
+    _c("body_size", "bigint", "body size"),
+    _c("body_sha256", "string", "SHA-256 of the body; null unless complete"),
+    _c("confirm_seq", "bigint", "confirm sequence number (1, 2, ... after confirm.select on the channel); "
+       "null when the channel is not in confirm mode (or entered it before the capture)"),
+    _c("confirm_outcome", "string", "ack, nack or unconfirmed (no confirm seen); null when not in confirm mode"),
+    _c("confirmed_at", "timestamp", "time of the broker's basic.ack / basic.nack"),
+    _c("confirm_latency_ms", "double", "confirmed_at - published_at, in milliseconds"),
+    _c("confirmed_by_multiple", "boolean", "confirmed by an ack or nack with multiple set"),
+    _c("returned", "boolean", "the broker returned it (basic.return)"),
+    _c("return_code", "int", "basic.return reply code (312 NO_ROUTE...)"),
+    _c("return_text", "string", "basic.return reply text"),
+    _c("tx_outcome", "string", "on a tx channel: committed, rolled-back or uncommitted; else null"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

@@ -23,13 +23,16 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     from pipelines.analytics import reference
     from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
-    from pipelines.schemas import DELIVERIES, ERRORS
+    from pipelines.analytics.publishes import publishes
+    from pipelines.schemas import DELIVERIES, ERRORS, PUBLISHES
 
     frames = delta.read_table(spark, lake, "frames")
+    messages = delta.read_table(spark, lake, "messages")
     if captures is not None:
         frames = frames.where(F.col("capture").isin(*sorted(captures)))
+        messages = messages.where(F.col("capture").isin(*sorted(captures)))
     built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
-             DELIVERIES: deliveries(frames)}
+             DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages)}
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
     for table, frame in built.items():
