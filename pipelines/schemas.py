@@ -241,7 +241,25 @@ PUBLISHES = Table("publishes", "One row per basic.publish: whether and when the 
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES)
+RPC_CALLS = Table("rpc_calls", "Every synchronous request paired with its reply on the same channel "
+                  "(queue.declare -> declare-ok, basic.consume -> consume-ok, closes...), in order per "
+                  "channel, so pipelined requests and several channels pair correctly.", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER, CHANNEL,
+    _c("channel_instance", "int", "which lifetime of the channel number (0 = opened before the capture)"),
+    _c("requester", "string", "'client' or 'server'"),
+    _c("request", "string", "the request, by spec name"),
+    _c("reply", "string", "the reply that answered it (declare-ok, get-empty...), or the error close"),
+    _c("request_at", "timestamp", "time of the request"),
+    _c("reply_at", "timestamp", "time of the reply"),
+    _c("latency_ms", "double", "reply_at - request_at, in milliseconds"),
+    _c("outcome", "string", "ok, error (a channel.close or connection.close with an error code answered "
+       "it) or no-reply (none seen: the capture ended, or the connection closed first)"),
+    _c("error_code", "int", "the reply code of the answering error close"),
+    _c("error_text", "string", "its reply text"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

@@ -24,7 +24,8 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
     from pipelines.analytics.publishes import publishes
-    from pipelines.schemas import DELIVERIES, ERRORS, PUBLISHES
+    from pipelines.analytics.rpc_calls import rpc_calls
+    from pipelines.schemas import DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS
 
     frames = delta.read_table(spark, lake, "frames")
     messages = delta.read_table(spark, lake, "messages")
@@ -32,7 +33,8 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
         frames = frames.where(F.col("capture").isin(*sorted(captures)))
         messages = messages.where(F.col("capture").isin(*sorted(captures)))
     built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
-             DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages)}
+             DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages),
+             RPC_CALLS: rpc_calls(frames)}
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
     for table, frame in built.items():

@@ -30,7 +30,7 @@ def lake(spark, config, tmp_path_factory):
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
     assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "errors": 0,
-                                   "deliveries": 0, "publishes": 0}
+                                   "deliveries": 0, "publishes": 0, "rpc_calls": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -173,7 +173,7 @@ def test_analyze_rebuilds_the_analytics_tables(spark, lake):
     path, _ = lake
     before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
     versions = analyze(spark, path, "rebuild")
-    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1}
+    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1}
     after = read_table(spark, path, "errors")
     assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
     assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
@@ -205,3 +205,18 @@ def test_publishes_table_confirms_as_the_samples_did(spark, lake):
         assert sum(r.confirm_outcome == "ack" for r in mine) == facts["confirmed_messages"]
         assert all(r.confirm_latency_ms >= 0 for r in mine if r.confirm_latency_ms is not None)
         assert all(r.body_sha256 is None or len(r.body_sha256) == 64 for r in mine)
+
+
+def test_rpc_calls_table(spark, lake):
+    path, _ = lake
+    table = read_table(spark, path, "rpc_calls")
+    for expected_path in RECORDED:
+        expected = json.loads(expected_path.read_text())
+        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        codes = expected["reply_codes"]["connection.close"] + expected["reply_codes"]["channel.close"]
+        assert all(r.error_code in codes for r in mine if r.outcome == "error"), expected_path.name
+        if all(c in (0, 200) for c in codes) and expected_path.name != "abrupt_kill.expected.json":
+            assert {r.outcome for r in mine} <= {"ok"}, expected_path.name
+        assert all(r.latency_ms >= 0 for r in mine if r.latency_ms is not None)
+        opens = sum(r.request == "channel.open" and r.outcome == "ok" for r in mine)
+        assert opens == expected["channels_opened"], expected_path.name
