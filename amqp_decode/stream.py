@@ -497,7 +497,10 @@ class AmqpConnection:
                                  "skipped_bytes": reader.skipped_bytes, "frames": reader.frames,
                                  "packets": half.packets, "duplicate_bytes": half.duplicate_bytes}
         client = self.client if self.client is not None else 0
-        return {"connection": self.id, "status": self.status, "client": self.endpoints[client],
+        capture = self.tcp.first_capture
+        return {"connection": self.id,
+                "status": self.status if self.status != "undecided" else "no-payload",
+                "capture": self.capture_names[capture] if capture >= 0 else None, "client": self.endpoints[client],
                 "server": self.endpoints[1 - client], "client_decided_by": self.client_reason,
                 "version": self.version, "first_ts_ns": self.tcp.first_ts_ns,
                 "last_ts_ns": self.tcp.last_ts_ns, "syn_seen": self.tcp.syn_from is not None,

@@ -166,7 +166,7 @@ class HalfStream:
 
 class TcpConnection:
     __slots__ = ("a", "b", "first_ts_ns", "last_ts_ns", "halves", "sink", "syn_from", "fins",
-                 "rst", "closed_at", "ended")
+                 "rst", "closed_at", "ended", "first_capture")
 
     def __init__(self, a: tuple[bytes, int], b: tuple[bytes, int], ts_ns: int, sink: StreamSink,
                  window: int) -> None:
@@ -179,6 +179,7 @@ class TcpConnection:
         self.rst = False
         self.closed_at: int | None = None
         self.ended = False
+        self.first_capture = -1  # index of the capture file of its first packet
 
     @property
     def closed(self) -> bool:
@@ -229,6 +230,7 @@ class TcpTracker:
                 self.ignored_packets += 1
                 return
             connection = self._open(seg)
+            connection.first_capture = capture
         direction = 0 if (seg.src, seg.sport) == connection.a else 1
         half = connection.halves[direction]
         connection.last_ts_ns = seg.ts_ns

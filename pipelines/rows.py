@@ -16,7 +16,7 @@ from typing import Iterator
 import orjson
 import pyarrow as pa
 
-from pipelines.schemas import DECODE_ISSUES, FRAMES, MESSAGES, Table
+from pipelines.schemas import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, Table
 
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime.date(1970, 1, 1)
@@ -73,8 +73,8 @@ class RowBatcher:
     def __init__(self, run_id: str, batch_rows: int = 10_000) -> None:
         self.run_id = run_id
         self.batch_rows = batch_rows
-        self._rows: dict[str, list[dict]] = {t.name: [] for t in (FRAMES, MESSAGES, DECODE_ISSUES)}
-        self._tables = {t.name: t for t in (FRAMES, MESSAGES, DECODE_ISSUES)}
+        self._tables = {t.name: t for t in (FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)}
+        self._rows: dict[str, list[dict]] = {name: [] for name in self._tables}
 
     def add(self, record: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
         if record["kind"] == "issue":
@@ -86,6 +86,22 @@ class RowBatcher:
         for name, rows in self._rows.items():
             if len(rows) >= self.batch_rows:
                 yield name, self._flush(name)
+
+    def add_stream(self, summary: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """A TCP connection's summary (amqp_decode's AmqpConnection.summary()) as a streams row."""
+        row = {"date": _date(summary["first_ts_ns"]), "connection": summary["connection"],
+               "capture": summary["capture"], "client": summary["client"], "server": summary["server"],
+               "status": summary["status"], "version": summary["version"],
+               "client_decided_by": summary["client_decided_by"], "syn_seen": summary["syn_seen"],
+               "first_ts": summary["first_ts_ns"] // 1000, "last_ts": summary["last_ts_ns"] // 1000,
+               "end_reason": summary["end_reason"], "run_id": self.run_id}
+        for label, prefix in (("C>S", "c2s"), ("S>C", "s2c")):
+            facts = summary["directions"].get(label, {})
+            for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets"):
+                row[f"{prefix}_{name}"] = facts.get(name)
+        self._rows["streams"].append(row)
+        if len(self._rows["streams"]) >= self.batch_rows:
+            yield "streams", self._flush("streams")
 
     def finish(self) -> Iterator[tuple[str, pa.RecordBatch]]:
         for name, rows in self._rows.items():

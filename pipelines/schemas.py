@@ -172,6 +172,32 @@ DECODE_ISSUES = Table("decode_issues", "Every problem met while decoding: where,
 
 RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES)
 
+STREAMS = Table("streams", "One row per TCP connection seen: how it started and ended, and what its bytes "
+                "became (AMQP or not).", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER,
+    _c("status", "string", "amqp, tls (on a TLS port: not decoded), not-amqp or no-payload"),
+    _c("version", "string", "protocol version from the client's header (null when not captured)"),
+    _c("client_decided_by", "string", "how the client side was told: protocol header, SYN, port, a "
+       "method's direction, or a guess"),
+    _c("syn_seen", "boolean", "the capture saw the connection's SYN (it saw the start)"),
+    _c("first_ts", "timestamp", "first packet of the connection"),
+    _c("last_ts", "timestamp", "last packet of the connection"),
+    _c("end_reason", "string", "fin, rst, port-reuse (a new SYN on the same 4-tuple) or capture-end"),
+    _c("c2s_stream_bytes", "bigint", "client to server: TCP stream bytes (gaps included)"),
+    _c("c2s_decoded_bytes", "bigint", "client to server: bytes in decoded frames"),
+    _c("c2s_skipped_bytes", "bigint", "client to server: bytes counted in issues"),
+    _c("c2s_frames", "bigint", "client to server: frames (protocol header included)"),
+    _c("c2s_packets", "bigint", "client to server: TCP segments"),
+    _c("s2c_stream_bytes", "bigint", "server to client: TCP stream bytes (gaps included)"),
+    _c("s2c_decoded_bytes", "bigint", "server to client: bytes in decoded frames"),
+    _c("s2c_skipped_bytes", "bigint", "server to client: bytes counted in issues"),
+    _c("s2c_frames", "bigint", "server to client: frames"),
+    _c("s2c_packets", "bigint", "server to client: TCP segments"),
+    RUN,
+))
+
+RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
+
 ERRORS = Table("errors", "Every error the protocol signalled: connection.close and channel.close with a "
                "reply code other than 200 (or 0), every basic.return, every basic.nack from the broker.", (
     DATE, CONNECTION, CAPTURE, TS, TS_NS, CLIENT, SERVER, CHANNEL,

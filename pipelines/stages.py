@@ -187,6 +187,7 @@ def _decode_connections(batches: Iterator[pa.RecordBatch], settings_json: str, u
     settings = settings_from_json(settings_json)
     rows = RowBatcher(run_id, batch_rows)
     captures: list[dict] = []
+    ended: list = []  # connections that ended: their summaries become streams rows
     decoder, current = None, None
     for batch in batches:
         columns = [batch.column(name).to_pylist() for name in SEGMENTS.names]
@@ -196,22 +197,25 @@ def _decode_connections(batches: Iterator[pa.RecordBatch], settings_json: str, u
                 continue
             if key != current:  # the previous 4-tuple is complete: end its connections
                 if decoder is not None:
-                    yield from _emit(rows, decoder.finish())
-                decoder, current = SegmentDecoder(settings, uris), key
+                    yield from _emit(rows, decoder.finish(), ended)
+                decoder, current = SegmentDecoder(settings, uris, on_connection_end=ended.append), key
             records = decoder.feed(Segment(ts_ns, src, sport, dst, dport, seq, ack, flags, payload),
                                    file_index)
-            if records:
-                yield from _emit(rows, records)
+            if records or ended:
+                yield from _emit(rows, records, ended)
     if decoder is not None:
-        yield from _emit(rows, decoder.finish())
+        yield from _emit(rows, decoder.finish(), ended)
     yield from rows.finish()
     if captures:
         yield CAPTURES.name, rows_to_batch(CAPTURES, captures)
 
 
-def _emit(rows: RowBatcher, records: list[dict]) -> Iterator[tuple[str, pa.RecordBatch]]:
+def _emit(rows: RowBatcher, records: list[dict], ended: list) -> Iterator[tuple[str, pa.RecordBatch]]:
     for record in records:
         yield from rows.add(record)
+    for connection in ended:
+        yield from rows.add_stream(connection.summary())
+    ended.clear()
 
 
 def _tagged(table: str, batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -29,8 +29,8 @@ def lake(spark, config, tmp_path_factory):
 
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
-    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "errors": 0,
-                                   "deliveries": 0, "publishes": 0, "rpc_calls": 0}
+    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
+                                   "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -220,3 +220,18 @@ def test_rpc_calls_table(spark, lake):
         assert all(r.latency_ms >= 0 for r in mine if r.latency_ms is not None)
         opens = sum(r.request == "channel.open" and r.outcome == "ok" for r in mine)
         assert opens == expected["channels_opened"], expected_path.name
+
+
+def test_streams_table_accounts_for_every_connection_and_byte(spark, lake):
+    path, _ = lake
+    table = read_table(spark, path, "streams")
+    for expected_path in EXPECTED:
+        expected = json.loads(expected_path.read_text())
+        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        amqp = [r for r in mine if r.status == "amqp"]
+        assert len(amqp) == expected["connections"], expected_path.name
+        assert any(not r.syn_seen for r in amqp) == expected["capture"]["starts_mid_stream"]
+        for r in amqp:
+            assert r.c2s_stream_bytes == r.c2s_decoded_bytes + r.c2s_skipped_bytes
+            assert r.s2c_stream_bytes == r.s2c_decoded_bytes + r.s2c_skipped_bytes
+            assert r.end_reason in ("fin", "rst", "capture-end", "port-reuse")
