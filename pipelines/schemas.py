@@ -285,7 +285,58 @@ RPC_CALLS = Table("rpc_calls", "Every synchronous request paired with its reply 
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS)
+CONNECTIONS = Table("connections", "One row per TCP connection: its AMQP handshake, who the peers were, "
+                    "what they agreed, how it ended, and what it carried.", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER,
+    _c("status", "string", "amqp, tls, not-amqp or no-payload (from streams)"),
+    _c("version", "string", "protocol version from the client's header"),
+    _c("saw_start", "boolean", "the capture saw the connection's start (its SYN)"),
+    _c("started_at", "timestamp", "first packet (the SYN when seen)"),
+    _c("protocol_header_at", "timestamp", "the client's protocol header"),
+    _c("start_at", "timestamp", "connection.start"),
+    _c("start_ok_at", "timestamp", "connection.start-ok"),
+    _c("tune_at", "timestamp", "connection.tune"),
+    _c("tune_ok_at", "timestamp", "connection.tune-ok"),
+    _c("open_at", "timestamp", "connection.open"),
+    _c("open_ok_at", "timestamp", "connection.open-ok"),
+    _c("handshake_ms", "double", "protocol header (or start) to open-ok, in milliseconds"),
+    _c("auth_ms", "double", "start to tune (the SASL exchange), in milliseconds"),
+    _c("server_product", "string", "server properties: product"),
+    _c("server_version", "string", "server properties: version"),
+    _c("server_platform", "string", "server properties: platform"),
+    _c("client_product", "string", "client properties: product"),
+    _c("client_version", "string", "client properties: version"),
+    _c("client_platform", "string", "client properties: platform"),
+    _c("connection_name", "string", "client properties: connection_name"),
+    _c("client_capabilities_json", "string", "client properties: capabilities, as JSON"),
+    _c("auth_mechanism", "string", "SASL mechanism chosen (PLAIN, AMQPLAIN, EXTERNAL...)"),
+    _c("auth_user", "string", "the login name (never a password)"),
+    _c("locale", "string", "locale chosen"),
+    _c("channel_max_proposed", "int", "connection.tune channel-max"),
+    _c("frame_max_proposed", "bigint", "connection.tune frame-max"),
+    _c("heartbeat_proposed", "int", "connection.tune heartbeat, seconds"),
+    _c("channel_max", "int", "agreed (tune-ok) channel-max"),
+    _c("frame_max", "bigint", "agreed frame-max"),
+    _c("heartbeat", "int", "agreed heartbeat, seconds (0: none)"),
+    _c("vhost", "string", "virtual host opened"),
+    _c("ended_at", "timestamp", "last packet"),
+    _c("end_reason", "string", "close (close handshake completed), heartbeat-timeout (no client traffic for "
+       "twice the heartbeat before the end), fin, rst, port-reuse or capture-end"),
+    _c("close_initiator", "string", "who sent connection.close: client or server"),
+    _c("close_code", "int", "its reply code"),
+    _c("close_text", "string", "its reply text"),
+    _c("close_failing_method", "string", "the method that caused it, by spec name"),
+    _c("c2s_frames", "bigint", "client to server frames"),
+    _c("c2s_bytes", "bigint", "client to server TCP stream bytes"),
+    _c("s2c_frames", "bigint", "server to client frames"),
+    _c("s2c_bytes", "bigint", "server to client TCP stream bytes"),
+    _c("channels_opened", "bigint", "channel.open-ok seen"),
+    _c("messages_published", "bigint", "basic.publish seen"),
+    _c("messages_delivered", "bigint", "basic.deliver and basic.get-ok seen"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

@@ -21,20 +21,24 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
 
     from pipelines import lake as delta
     from pipelines.analytics import reference
+    from pipelines.analytics.connections import connections
     from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
     from pipelines.analytics.publishes import publishes
     from pipelines.analytics.rpc_calls import rpc_calls
-    from pipelines.schemas import DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS
+    from pipelines.schemas import CONNECTIONS, DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS
 
     frames = delta.read_table(spark, lake, "frames")
     messages = delta.read_table(spark, lake, "messages")
+    streams = delta.read_table(spark, lake, "streams")
     if captures is not None:
         frames = frames.where(F.col("capture").isin(*sorted(captures)))
         messages = messages.where(F.col("capture").isin(*sorted(captures)))
+        streams = streams.where(F.col("capture").isin(*sorted(captures)))
     built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
              DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages),
-             RPC_CALLS: rpc_calls(frames)}
+             RPC_CALLS: rpc_calls(frames),
+             CONNECTIONS: connections(streams, frames, reference.method_names(spark))}
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
     for table, frame in built.items():

@@ -30,7 +30,8 @@ def lake(spark, config, tmp_path_factory):
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
     assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
-                                   "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0}
+                                   "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0,
+                                   "connections": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -173,7 +174,7 @@ def test_analyze_rebuilds_the_analytics_tables(spark, lake):
     path, _ = lake
     before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
     versions = analyze(spark, path, "rebuild")
-    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1}
+    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1, "connections": 1}
     after = read_table(spark, path, "errors")
     assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
     assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
@@ -235,3 +236,18 @@ def test_streams_table_accounts_for_every_connection_and_byte(spark, lake):
             assert r.c2s_stream_bytes == r.c2s_decoded_bytes + r.c2s_skipped_bytes
             assert r.s2c_stream_bytes == r.s2c_decoded_bytes + r.s2c_skipped_bytes
             assert r.end_reason in ("fin", "rst", "capture-end", "port-reuse")
+
+
+def test_connections_table(spark, lake):
+    path, _ = lake
+    table = read_table(spark, path, "connections")
+    for expected_path in RECORDED:
+        expected = json.loads(expected_path.read_text())
+        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()
+                if r.status == "amqp"]
+        assert len(mine) == expected["connections"], expected_path.name
+        assert {r.auth_mechanism for r in mine} - {None} == set(expected["auth_mechanisms"])
+        assert {r.auth_user for r in mine} - {None} == set(expected["users"])
+        assert sum(r.channels_opened or 0 for r in mine) == expected["channels_opened"]
+        assert sum(r.messages_published or 0 for r in mine) == expected["messages"]["published"]
+        assert all(r.handshake_ms is None or r.handshake_ms >= 0 for r in mine)
