@@ -336,7 +336,34 @@ CONNECTIONS = Table("connections", "One row per TCP connection: its AMQP handsha
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS)
+HEARTBEATS = Table("heartbeats", "Per connection and direction: the agreed heartbeat, heartbeats seen, and "
+                   "silences (any frame counts as a sign of life).", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER, DIRECTION,
+    _c("heartbeat_s", "int", "agreed heartbeat interval in seconds (tune-ok); 0 or null: none"),
+    _c("heartbeats", "bigint", "heartbeat frames sent in this direction"),
+    _c("frames", "bigint", "frames sent in this direction"),
+    _c("longest_silence_s", "double", "longest time between two frames of this direction, or from the "
+       "last one to the connection's end"),
+    _c("long_silences", "bigint", "silences longer than twice the agreed interval"),
+    _c("final_silence_s", "double", "from this direction's last frame to the connection's last packet"),
+    _c("ended_after_silence", "boolean", "the connection ended after a final silence longer than twice "
+       "the interval (a heartbeat timeout)"),
+    RUN,
+))
+
+FLOW_CONTROL = Table("flow_control", "Intervals of flow control: channel.flow active=false ... active=true, "
+                     "and RabbitMQ's connection.blocked ... unblocked.", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER, CHANNEL,
+    _c("mechanism", "string", "channel.flow or connection.blocked"),
+    _c("initiator", "string", "who stopped the flow: client or server"),
+    _c("reason", "string", "connection.blocked: the broker's reason"),
+    _c("started_at", "timestamp", "flow stopped (active=false, or blocked)"),
+    _c("ended_at", "timestamp", "flow resumed (active=true, or unblocked); null if never in the capture"),
+    _c("duration_ms", "double", "ended_at - started_at, in milliseconds"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, HEARTBEATS, FLOW_CONTROL)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

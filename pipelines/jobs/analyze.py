@@ -24,9 +24,11 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     from pipelines.analytics.connections import connections
     from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
+    from pipelines.analytics.liveness import flow_control, heartbeats
     from pipelines.analytics.publishes import publishes
     from pipelines.analytics.rpc_calls import rpc_calls
-    from pipelines.schemas import CONNECTIONS, DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS
+    from pipelines.schemas import (CONNECTIONS, DELIVERIES, ERRORS, FLOW_CONTROL, HEARTBEATS, PUBLISHES,
+                                   RPC_CALLS)
 
     frames = delta.read_table(spark, lake, "frames")
     messages = delta.read_table(spark, lake, "messages")
@@ -38,7 +40,8 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
              DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages),
              RPC_CALLS: rpc_calls(frames),
-             CONNECTIONS: connections(streams, frames, reference.method_names(spark))}
+             CONNECTIONS: connections(streams, frames, reference.method_names(spark)),
+             HEARTBEATS: heartbeats(frames, streams), FLOW_CONTROL: flow_control(frames)}
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
     for table, frame in built.items():

@@ -31,7 +31,7 @@ def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
     assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
                                    "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0,
-                                   "connections": 0}
+                                   "connections": 0, "heartbeats": 0, "flow_control": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -174,7 +174,8 @@ def test_analyze_rebuilds_the_analytics_tables(spark, lake):
     path, _ = lake
     before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
     versions = analyze(spark, path, "rebuild")
-    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1, "connections": 1}
+    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1, "connections": 1,
+                        "heartbeats": 1, "flow_control": 1}
     after = read_table(spark, path, "errors")
     assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
     assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
@@ -251,3 +252,16 @@ def test_connections_table(spark, lake):
         assert sum(r.channels_opened or 0 for r in mine) == expected["channels_opened"]
         assert sum(r.messages_published or 0 for r in mine) == expected["messages"]["published"]
         assert all(r.handshake_ms is None or r.handshake_ms >= 0 for r in mine)
+
+
+def test_heartbeats_and_flow_control_tables(spark, lake):
+    path, _ = lake
+    beats = read_table(spark, path, "heartbeats")
+    for expected_path in RECORDED:
+        expected = json.loads(expected_path.read_text())
+        mine = beats.where(beats.capture == str(capture_for(expected_path))).collect()
+        for direction, minimum in expected["heartbeats_min"].items():
+            assert sum(r.heartbeats for r in mine if r.direction == direction) >= minimum, expected_path.name
+    flows = read_table(spark, path, "flow_control").collect()
+    # connection_errors: a client's channel.flow active=false, answered by a 540 connection close
+    assert [(r.mechanism, r.initiator, r.ended_at) for r in flows] == [("channel.flow", "client", None)]
