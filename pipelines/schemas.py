@@ -363,7 +363,32 @@ FLOW_CONTROL = Table("flow_control", "Intervals of flow control: channel.flow ac
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, HEARTBEATS, FLOW_CONTROL)
+CHANNELS = Table("channels", "One row per channel lifetime (a channel number reused after close is a new "
+                 "row): how it was used and how it ended.", (
+    DATE, CONNECTION, CAPTURE, CLIENT, SERVER, CHANNEL,
+    _c("channel_instance", "int", "which lifetime of the number (0 = opened before the capture began)"),
+    _c("opened_at", "timestamp", "channel.open (null when opened before the capture)"),
+    _c("closed_at", "timestamp", "channel.close; null if still open at the end"),
+    _c("close_initiator", "string", "who sent channel.close: client or server"),
+    _c("close_code", "int", "its reply code"),
+    _c("close_text", "string", "its reply text"),
+    _c("confirm_mode_at", "timestamp", "confirm.select; null if never"),
+    _c("tx_mode_at", "timestamp", "tx.select; null if never"),
+    _c("prefetch_count", "int", "the last basic.qos prefetch-count"),
+    _c("prefetch_size", "bigint", "the last basic.qos prefetch-size"),
+    _c("prefetch_scope", "string", "per-consumer (global=false) or per-channel (global=true), RabbitMQ's reading"),
+    _c("consumers_json", "string", "consumers: tag, queue, no_ack, started_at, cancelled_at and by whom (JSON)"),
+    _c("flow_events", "bigint", "channel.flow frames"),
+    _c("publishes", "bigint", "basic.publish frames"),
+    _c("deliveries", "bigint", "basic.deliver and basic.get-ok frames"),
+    _c("acks", "bigint", "client basic.ack frames"),
+    _c("nacks", "bigint", "client basic.nack frames"),
+    _c("rejects", "bigint", "basic.reject frames"),
+    _c("confirms", "bigint", "broker basic.ack and basic.nack frames (publisher confirms)"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

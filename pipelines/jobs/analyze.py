@@ -21,14 +21,15 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
 
     from pipelines import lake as delta
     from pipelines.analytics import reference
+    from pipelines.analytics.channels import channels
     from pipelines.analytics.connections import connections
     from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
     from pipelines.analytics.liveness import flow_control, heartbeats
     from pipelines.analytics.publishes import publishes
     from pipelines.analytics.rpc_calls import rpc_calls
-    from pipelines.schemas import (CONNECTIONS, DELIVERIES, ERRORS, FLOW_CONTROL, HEARTBEATS, PUBLISHES,
-                                   RPC_CALLS)
+    from pipelines.schemas import (CHANNELS, CONNECTIONS, DELIVERIES, ERRORS, FLOW_CONTROL, HEARTBEATS,
+                                   PUBLISHES, RPC_CALLS)
 
     frames = delta.read_table(spark, lake, "frames")
     messages = delta.read_table(spark, lake, "messages")
@@ -41,6 +42,7 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
              DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages),
              RPC_CALLS: rpc_calls(frames),
              CONNECTIONS: connections(streams, frames, reference.method_names(spark)),
+             CHANNELS: channels(frames),
              HEARTBEATS: heartbeats(frames, streams), FLOW_CONTROL: flow_control(frames)}
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}

@@ -31,7 +31,7 @@ def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
     assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
                                    "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0,
-                                   "connections": 0, "heartbeats": 0, "flow_control": 0}
+                                   "connections": 0, "channels": 0, "heartbeats": 0, "flow_control": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -175,7 +175,7 @@ def test_analyze_rebuilds_the_analytics_tables(spark, lake):
     before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
     versions = analyze(spark, path, "rebuild")
     assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1, "connections": 1,
-                        "heartbeats": 1, "flow_control": 1}
+                        "channels": 1, "heartbeats": 1, "flow_control": 1}
     after = read_table(spark, path, "errors")
     assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
     assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
@@ -265,3 +265,17 @@ def test_heartbeats_and_flow_control_tables(spark, lake):
     flows = read_table(spark, path, "flow_control").collect()
     # connection_errors: a client's channel.flow active=false, answered by a 540 connection close
     assert [(r.mechanism, r.initiator, r.ended_at) for r in flows] == [("channel.flow", "client", None)]
+
+
+def test_channels_table(spark, lake):
+    path, _ = lake
+    table = read_table(spark, path, "channels")
+    for expected_path in RECORDED:
+        expected = json.loads(expected_path.read_text())
+        methods, facts = expected["methods"], expected["messages"]
+        mine = table.where(table.capture == str(capture_for(expected_path))).collect()
+        assert sum(r.publishes for r in mine) == facts["published"], expected_path.name
+        assert sum(r.deliveries for r in mine) == facts["delivered"] + facts["get_ok"]
+        assert sum(r.acks for r in mine) == methods["C>S"].get("basic.ack", 0)
+        assert sum(r.confirms for r in mine) == facts["confirm_acks"] + facts["confirm_nacks"]
+        assert all(r.close_code in expected["reply_codes"]["channel.close"] for r in mine if r.close_code is not None)
