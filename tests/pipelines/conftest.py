@@ -18,3 +18,13 @@ def spark(config):
     session = build_session(config)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def lake(spark, config, tmp_path_factory):
+    """data/samples/ run once through the whole job: (lake path, run summary)."""
+    from pipelines.inputs import list_inputs
+    from pipelines.jobs.nightly import run
+    from tests.capture.conftest import SAMPLES
+    path = str(tmp_path_factory.mktemp("lake"))
+    return path, run(spark, list_inputs([str(SAMPLES)]), config, path, "run-1")

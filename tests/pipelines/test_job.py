@@ -20,13 +20,6 @@ from tests.conftest import ROOT
 RECORDED = [p for p in EXPECTED if p.parent.name != "crafted"]
 
 
-@pytest.fixture(scope="module")
-def lake(spark, config, tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("lake"))
-    summary = run(spark, list_inputs([str(SAMPLES)]), config, path, "run-1")
-    return path, summary
-
-
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
     assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
