@@ -388,7 +388,36 @@ CHANNELS = Table("channels", "One row per channel lifetime (a channel number reu
     RUN,
 ))
 
-ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
+MESSAGE_FLOWS = Table("message_flows", "Publisher to consumer across connections: one row per (publish, delivery) "
+                      "pair, fan-out and redeliveries included; a publish never delivered in the capture, or a "
+                      "delivery whose publish is outside it, keeps the other side empty.", (
+    DATE, CAPTURE,
+    _c("match", "string", "how the pair was matched: message_id, or body (SHA-256 with exchange and routing "
+       "key), in time order per consumer; null for a side left alone"),
+    _c("message_id", "string", "property message-id"),
+    _c("body_sha256", "string", "SHA-256 of the body"),
+    _c("exchange", "string", "exchange published to"),
+    _c("routing_key", "string", "routing key"),
+    _c("publisher_connection", "string", "connection of the basic.publish"),
+    _c("publisher_channel", "int", "its channel"),
+    _c("published_at", "timestamp", "time of the publish"),
+    _c("consumer_connection", "string", "connection of the basic.deliver / get-ok"),
+    _c("consumer_channel", "int", "its channel"),
+    _c("consumer_tag", "string", "consumer tag (deliver)"),
+    _c("queue", "string", "queue consumed from (when its consume or get was captured)"),
+    _c("delivery_tag", "bigint", "delivery tag"),
+    _c("redelivered", "boolean", "the delivery's redelivered flag"),
+    _c("delivered_at", "timestamp", "time of the deliver / get-ok"),
+    _c("settled_at", "timestamp", "when the consumer settled it (deliveries.settled_at)"),
+    _c("outcome", "string", "the delivery's outcome (deliveries.outcome)"),
+    _c("publish_to_deliver_ms", "double", "delivered_at - published_at, in milliseconds"),
+    _c("deliver_to_settle_ms", "double", "settled_at - delivered_at, in milliseconds"),
+    _c("end_to_end_ms", "double", "settled_at - published_at, in milliseconds"),
+    RUN,
+))
+
+ANALYTICS_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL,
+                    MESSAGE_FLOWS)
 
 
 def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:

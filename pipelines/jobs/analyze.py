@@ -26,10 +26,11 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     from pipelines.analytics.deliveries import deliveries
     from pipelines.analytics.errors import errors
     from pipelines.analytics.liveness import flow_control, heartbeats
+    from pipelines.analytics.message_flows import message_flows
     from pipelines.analytics.publishes import publishes
     from pipelines.analytics.rpc_calls import rpc_calls
     from pipelines.schemas import (CHANNELS, CONNECTIONS, DELIVERIES, ERRORS, FLOW_CONTROL, HEARTBEATS,
-                                   PUBLISHES, RPC_CALLS)
+                                   MESSAGE_FLOWS, PUBLISHES, RPC_CALLS)
 
     frames = delta.read_table(spark, lake, "frames")
     messages = delta.read_table(spark, lake, "messages")
@@ -44,6 +45,7 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
              CONNECTIONS: connections(streams, frames, reference.method_names(spark)),
              CHANNELS: channels(frames),
              HEARTBEATS: heartbeats(frames, streams), FLOW_CONTROL: flow_control(frames)}
+    built[MESSAGE_FLOWS] = message_flows(messages, built[DELIVERIES])
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
     for table, frame in built.items():

@@ -24,7 +24,8 @@ def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
     assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
                                    "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0,
-                                   "connections": 0, "channels": 0, "heartbeats": 0, "flow_control": 0}
+                                   "connections": 0, "channels": 0, "heartbeats": 0, "flow_control": 0,
+                                   "message_flows": 0}
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
@@ -168,7 +169,7 @@ def test_analyze_rebuilds_the_analytics_tables(spark, lake):
     before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
     versions = analyze(spark, path, "rebuild")
     assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1, "connections": 1,
-                        "channels": 1, "heartbeats": 1, "flow_control": 1}
+                        "channels": 1, "heartbeats": 1, "flow_control": 1, "message_flows": 1}
     after = read_table(spark, path, "errors")
     assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
     assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
@@ -272,3 +273,21 @@ def test_channels_table(spark, lake):
         assert sum(r.acks for r in mine) == methods["C>S"].get("basic.ack", 0)
         assert sum(r.confirms for r in mine) == facts["confirm_acks"] + facts["confirm_nacks"]
         assert all(r.close_code in expected["reply_codes"]["channel.close"] for r in mine if r.close_code is not None)
+
+
+def test_message_flows_table(spark, lake):
+    path, _ = lake
+    flows = read_table(spark, path, "message_flows")
+    messages = read_table(spark, path, "messages")
+    for expected_path in RECORDED:
+        capture = str(capture_for(expected_path))
+        mine = flows.where(flows.capture == capture).collect()
+        sent = messages.where(messages.capture == capture)
+        deliveries = sent.where("method in ('basic.deliver', 'basic.get-ok')").count()
+        assert sum(r.consumer_connection is not None for r in mine) == deliveries, expected_path.name
+        publishes = sent.where("method = 'basic.publish'").count()
+        with_publisher = [r for r in mine if r.publisher_connection is not None]
+        assert len(with_publisher) >= publishes  # (fan-out and redeliveries repeat a publish)
+        if deliveries == 0:  # nothing consumed: every publish stands alone, once
+            assert len(with_publisher) == publishes and all(r.match is None for r in with_publisher)
+        assert all(r.publish_to_deliver_ms >= 0 for r in mine if r.publish_to_deliver_ms is not None)
