@@ -291,3 +291,17 @@ def test_message_flows_table(spark, lake):
         if deliveries == 0:  # nothing consumed: every publish stands alone, once
             assert len(with_publisher) == publishes and all(r.match is None for r in with_publisher)
         assert all(r.publish_to_deliver_ms >= 0 for r in mine if r.publish_to_deliver_ms is not None)
+
+
+def test_multiple_acks_and_empty_gets(spark, lake):
+    path, _ = lake
+    frames = read_table(spark, path, "frames")
+    calls = read_table(spark, path, "rpc_calls")
+    for expected_path in RECORDED:
+        facts = json.loads(expected_path.read_text())["messages"]
+        capture = str(capture_for(expected_path))
+        multiple = frames.where((frames.capture == capture) & (frames.method == "basic.ack") &
+                                (frames.direction == "C>S") & frames.multiple).count()
+        assert multiple == facts["acked_multiple_frames"], expected_path.name
+        empty = calls.where((calls.capture == capture) & (calls.reply == "basic.get-empty")).count()
+        assert empty == facts["get_empty"], expected_path.name
