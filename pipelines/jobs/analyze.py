@@ -17,6 +17,7 @@ from pipelines.config import ConfigError, load_config
 
 def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> dict[str, int]:
     """Write every analytics table for `captures` (None: all of them). Returns table versions."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from pipelines import lake as delta
@@ -39,18 +40,26 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
         frames = frames.where(F.col("capture").isin(*sorted(captures)))
         messages = messages.where(F.col("capture").isin(*sorted(captures)))
         streams = streams.where(F.col("capture").isin(*sorted(captures)))
+    # every table reads these: read the raw layer once (and deliveries feeds message_flows too)
+    frames, messages, streams = (frame.persist(StorageLevel.MEMORY_AND_DISK)
+                                 for frame in (frames, messages, streams))
     built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
              DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages),
              RPC_CALLS: rpc_calls(frames),
              CONNECTIONS: connections(streams, frames, reference.method_names(spark)),
              CHANNELS: channels(frames),
              HEARTBEATS: heartbeats(frames, streams), FLOW_CONTROL: flow_control(frames)}
+    built[DELIVERIES] = built[DELIVERIES].persist(StorageLevel.MEMORY_AND_DISK)
     built[MESSAGE_FLOWS] = message_flows(messages, built[DELIVERIES])
     built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
     versions = {}
-    for table, frame in built.items():
-        files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]
-        versions[table.name] = delta.commit(lake, table, files, captures, run_id)
+    try:
+        for table, frame in built.items():
+            files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]
+            versions[table.name] = delta.commit(lake, table, files, captures, run_id)
+    finally:
+        for frame in (frames, messages, streams, built[DELIVERIES]):
+            frame.unpersist()
     return versions
 
 
