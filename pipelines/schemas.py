@@ -42,6 +42,13 @@ class Table:
         return pa.schema([pa.field(c.name, _ARROW[c.type], metadata={"comment": c.comment})
                           for c in self.columns])
 
+    def task_output(self, without: tuple[str, ...] = ("run_id",)) -> tuple[pa.Schema, str]:
+        """(Arrow schema, Spark DDL) of the table's columns but `without`, with no comments: what
+        an applyInArrow/mapInArrow task producing the table's rows declares."""
+        columns = [c for c in self.columns if c.name not in without]
+        schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in columns])
+        return schema, ", ".join(f"{c.name} {c.type}" for c in columns)
+
     def ddl(self) -> str:
         """The schema as Spark DDL, with comments (what mapInArrow and CREATE TABLE take)."""
         return ", ".join(f"`{c.name}` {c.type} COMMENT '{c.comment.replace(chr(39), chr(39) * 2)}'"

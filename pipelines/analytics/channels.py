@@ -13,9 +13,7 @@ from pipelines.schemas import CHANNELS
 
 INPUT = ["date", "connection", "capture", "client", "server", "channel", "direction", "method", "ts_ns",
          "stream_offset", "reply_code", "reply_text", "consumer_tag", "queue", "no_ack", "no_wait", "args_json"]
-OUTPUT_COLUMNS = [c for c in CHANNELS.columns if c.name != "run_id"]
-OUTPUT = pa.schema([CHANNELS.arrow().field(c.name).remove_metadata() for c in OUTPUT_COLUMNS])
-OUTPUT_DDL = ", ".join(f"{c.name} {c.type}" for c in OUTPUT_COLUMNS)
+OUTPUT, OUTPUT_DDL = CHANNELS.task_output()
 COUNTED = {"channel.flow": "flow_events", "basic.publish": "publishes", "basic.deliver": "deliveries",
            "basic.get-ok": "deliveries", "basic.reject": "rejects"}
 

@@ -21,8 +21,7 @@ SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}
 INPUT = ["date", "connection", "capture", "client", "server", "channel", "direction", "method",
          "ts_ns", "stream_offset", "delivery_tag", "multiple", "requeue", "consumer_tag", "queue",
          "no_ack", "no_wait", "exchange", "routing_key", "redelivered", "connection_closed_ns"]
-OUTPUT = pa.schema([field.remove_metadata() for field in DELIVERIES.arrow() if field.name != "run_id"])
-OUTPUT_DDL = ", ".join(f"{c.name} {c.type}" for c in DELIVERIES.columns if c.name != "run_id")
+OUTPUT, OUTPUT_DDL = DELIVERIES.task_output()
 CHANNEL_METHODS = ("basic.deliver", "basic.get-ok", "basic.get", "basic.get-empty", "basic.consume",
                    "basic.consume-ok", "basic.ack", "basic.nack", "basic.reject", "channel.open",
                    "channel.close", "channel.close-ok")

@@ -23,10 +23,10 @@ INPUT = ["date", "connection", "capture", "client", "server", "channel", "direct
          "stream_offset", "delivery_tag", "multiple", "exchange", "routing_key", "mandatory", "reply_code",
          "reply_text"]
 MESSAGE_FACTS = ["message_id", "correlation_id", "body_size", "body_sha256"]
-OUTPUT_COLUMNS = [c for c in PUBLISHES.columns if c.name not in ("run_id", *MESSAGE_FACTS)]
-OUTPUT = pa.schema([PUBLISHES.arrow().field(c.name).remove_metadata() for c in OUTPUT_COLUMNS]
-                   + [pa.field("stream_offset", pa.int64())])
-OUTPUT_DDL = ", ".join(f"{c.name} {c.type}" for c in OUTPUT_COLUMNS) + ", stream_offset bigint"
+# the facts joined in from messages are not the task's; the publish's stream offset is its key to them
+_SCHEMA, _DDL = PUBLISHES.task_output(without=("run_id", *MESSAGE_FACTS))
+OUTPUT = _SCHEMA.append(pa.field("stream_offset", pa.int64()))
+OUTPUT_DDL = _DDL + ", stream_offset bigint"
 METHODS = ("channel.open", "channel.close", "channel.close-ok", "confirm.select", "tx.select",
            "tx.commit", "tx.rollback", "basic.publish", "basic.ack", "basic.nack", "basic.return")
 

@@ -24,9 +24,7 @@ from pipelines.schemas import RPC_CALLS
 INPUT = ["date", "connection", "capture", "client", "server", "channel", "direction", "method", "ts_ns",
          "stream_offset", "no_wait", "reply_code", "reply_text", "connection_close_code",
          "connection_close_text"]
-OUTPUT_COLUMNS = [c for c in RPC_CALLS.columns if c.name != "run_id"]
-OUTPUT = pa.schema([RPC_CALLS.arrow().field(c.name).remove_metadata() for c in OUTPUT_COLUMNS])
-OUTPUT_DDL = ", ".join(f"{c.name} {c.type}" for c in OUTPUT_COLUMNS)
+OUTPUT, OUTPUT_DDL = RPC_CALLS.task_output()
 CLOSES = ("channel.close", "connection.close")
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import json
-from collections import Counter
 
 from chispa import assert_df_equality
 
