@@ -98,49 +98,89 @@ def read_records(path: str, info: CaptureInfo | None = None,
         else:
             info.format = "pcap-ns" if reader.nano else "pcap"
             info.resolutions.add(10**9 if reader.nano else 10**6)
-            records = _pcap(reader)
+            records = None
         if compressed:
             info.format += "+gzip"
+        if records is None:
+            yield from _pcap(reader, info)
+            return
         index = 0
         while True:
             position = _tell(reader)
             try:
                 ts_ns, link_type, data, caplen = next(records)
             except StopIteration:
-                leftover = _tell(reader) - position
-                if leftover > 0:
-                    info.issues.append(CaptureIssue(
-                        "truncated-file", f"{leftover} bytes at the end do not form a complete "
-                        "record (a capture cut while being written?)", index, leftover))
+                _truncated_tail(info, index, _tell(reader) - position)
                 return
             except (EOFError, OSError, Scapy_Exception) as error:
                 info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
                 return
-            if len(data) < caplen:
-                info.issues.append(CaptureIssue(
-                    "truncated-record", f"record {index} holds {len(data)} of its {caplen} bytes",
-                    index, 0))
-            info.records += 1
-            info.bytes += len(data)
-            info.link_types.add(link_type)
-            if info.first_ts_ns is None:
-                info.first_ts_ns = ts_ns
-            info.last_ts_ns = ts_ns
+            _account(info, index, ts_ns, link_type, data, caplen)
             index += 1
             yield ts_ns, link_type, data
     finally:
         reader.close()
 
 
-def _pcap(reader) -> Iterator[tuple[int, int, bytes, int]]:
+def _pcap(reader, info: CaptureInfo) -> Iterator[tuple[int, int, bytes]]:
+    """Classic pcap, the bulk of real captures: the per-record loop kept lean. Every record is a
+    16-byte header plus `caplen` bytes (Scapy skips what it does not return), so the position of
+    the last whole record is known without asking the file."""
     scale = 1 if reader.nano else 1000
     link_type = reader.linktype
-    while True:
-        try:
-            data, meta = reader._read_packet(size=MAX_RECORD)  # Scapy's raw API for unparsed records
-        except EOFError:
-            return
-        yield meta.sec * 1_000_000_000 + meta.usec * scale, link_type, data, meta.caplen
+    info.link_types.add(link_type)
+    read = reader._read_packet  # Scapy's raw API for unparsed records
+    position = _tell(reader)
+    index = records_bytes = 0
+    ts_ns = None
+    try:
+        while True:
+            try:
+                data, meta = read(size=MAX_RECORD)
+            except EOFError:
+                _truncated_tail(info, index, _tell(reader) - position)
+                return
+            except (OSError, Scapy_Exception) as error:
+                info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
+                return
+            caplen = meta.caplen
+            position += 16 + caplen
+            ts_ns = meta.sec * 1_000_000_000 + meta.usec * scale
+            if index == 0:
+                info.first_ts_ns = ts_ns
+            if len(data) < caplen:
+                info.issues.append(_cut_record(index, data, caplen))
+            index += 1
+            records_bytes += len(data)
+            yield ts_ns, link_type, data
+    finally:
+        info.records += index
+        info.bytes += records_bytes
+        if ts_ns is not None:
+            info.last_ts_ns = ts_ns
+
+
+def _account(info: CaptureInfo, index: int, ts_ns: int, link_type: int, data: bytes, caplen: int) -> None:
+    if len(data) < caplen:
+        info.issues.append(_cut_record(index, data, caplen))
+    info.records += 1
+    info.bytes += len(data)
+    info.link_types.add(link_type)
+    if info.first_ts_ns is None:
+        info.first_ts_ns = ts_ns
+    info.last_ts_ns = ts_ns
+
+
+def _cut_record(index: int, data: bytes, caplen: int) -> CaptureIssue:
+    return CaptureIssue("truncated-record", f"record {index} holds {len(data)} of its {caplen} bytes",
+                        index, 0)
+
+
+def _truncated_tail(info: CaptureInfo, index: int, leftover: int) -> None:
+    if leftover > 0:
+        info.issues.append(CaptureIssue(
+            "truncated-file", f"{leftover} bytes at the end do not form a complete record (a "
+            "capture cut while being written?)", index, leftover))
 
 
 def _pcapng(reader, resolutions: set[int]) -> Iterator[tuple[int, int, bytes, int]]:

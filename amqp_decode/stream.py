@@ -18,6 +18,7 @@ Records are plain dicts in the JSON contract of `amqpcap decode --jsonl` (see do
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 import struct
@@ -92,6 +93,7 @@ class FrameReader:
         # Nothing buffered (the usual case): work on the segment itself and keep only a partial
         # frame left at its end.
         self.base = offset
+        self._forget_chunks()  # before decoding: the segment's frames then find their time at once
         used = self._run(data, final=False)
         if used < len(data):
             self.buf = bytearray(data[used:])
@@ -194,7 +196,9 @@ class FrameReader:
                     self._emit_error(error, pos)
                     pos = error.frame_end
                     continue
-                self._emit_frame(frame, pos, next_pos)
+                self.frames += 1
+                self.decoded_bytes += next_pos - pos
+                self.connection.frame(self, frame, self.base + pos, self.base + next_pos)
                 pos = next_pos
             elif state == self.BODY:
                 pos = self._feed_body(buf, pos)
@@ -315,8 +319,10 @@ class FrameReader:
         frame_type, channel, size = _FRAME_HEADER(buf, pos)
         if self.connection.codec.frame_types.get(frame_type) != "body" or size < STREAM_BODY_MIN:
             return False
-        self.body = {"start": self.base + pos, "channel": channel, "size": size,
-                     "remaining": size + 1, "intact": True, "lost": 0}
+        start = self.base + pos
+        first_ts, _, capture = self.timestamps(start, start + 1)  # its chunk is forgotten meanwhile
+        self.body = {"start": start, "channel": channel, "size": size, "remaining": size + 1,
+                     "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture}
         self.state = self.BODY
         self._feed_body(buf, pos + FRAME_HEADER_SIZE)
         return True
@@ -347,11 +353,6 @@ class FrameReader:
         return pos
 
     # -- output -------------------------------------------------------------------------------
-
-    def _emit_frame(self, frame, pos: int, next_pos: int) -> None:
-        self.frames += 1
-        self.decoded_bytes += next_pos - pos
-        self.connection.frame(self, frame, self.base + pos, self.base + next_pos)
 
     def _emit_error(self, error: DecodeError, pos: int) -> None:
         size = error.frame_end - pos
@@ -634,7 +635,7 @@ class AmqpConnection:
                     "issue_kind": warning.kind, "detail": warning.detail, "bytes_skipped": 0})
 
     def _body(self, reader: FrameReader, channel: int, payload, start: int, end: int,
-              intact: bool = True) -> None:
+              intact: bool = True, ts=None) -> None:
         key = (reader.direction, channel)
         content = self.contents.get(key)
         size = end - start - 8
@@ -651,7 +652,7 @@ class AmqpConnection:
         content.frames += 1
         content.intact &= intact
         content.records.append(self._record(reader, "body", start, end, channel,
-                                            {"body_frame_size": size}, hold=True))
+                                            {"body_frame_size": size}, hold=True, ts=ts))
         if content.received >= content.body_size:
             self._close_content(key, complete=content.received == content.body_size)
 
@@ -662,7 +663,9 @@ class AmqpConnection:
             self._hash(content, data)
 
     def streamed_body(self, reader: FrameReader, body: dict, end: int) -> None:
-        self._body(reader, body["channel"], None, body["start"], end, intact=body["intact"])
+        last_ts = reader.timestamps(end - 1, end)[1]
+        self._body(reader, body["channel"], None, body["start"], end, intact=body["intact"],
+                   ts=(body["first_ts"], last_ts, body["capture"]))
         reader.frames += 1
         reader.decoded_bytes += body["size"] + 8 - body["lost"]
 
@@ -738,6 +741,7 @@ class AmqpConnection:
         record["dir"] = CLIENT_TO_SERVER if direction == client else SERVER_TO_CLIENT
 
 
+@functools.lru_cache(maxsize=16)
 def _frame_start_pattern(codec: Codec) -> re.Pattern:
     types = bytes(sorted(codec.frame_types))
     return re.compile(b"[" + re.escape(types) + b"]")
