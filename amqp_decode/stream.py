@@ -62,6 +62,7 @@ class FrameReader:
         self.state = self.START
         self.mid_stream = False
         self.skipped = 0  # bytes skipped in the current resynchronisation or skip
+        self.skip_first = (0, -1)  # (ts_ns, capture) of its first byte, whose chunk may be forgotten
         self.skip_remaining = 0
         self.skip_detail = ""
         self.resync_waiting: list[int] = []  # stream offsets of candidates not yet decidable
@@ -117,6 +118,7 @@ class FrameReader:
             # The interrupted frame's extent is known: skip exactly to its end, no resync needed.
             self.state = self.SKIP
             self.skip_remaining = self.base + frame_size - (offset + size)
+            self.skip_first = self._first_byte(self.base)
             self.skipped = buffered + size
             self.skip_detail = (f"{size} bytes not captured inside a {frame_size}-byte frame; "
                                 "the frame is lost, framing kept")
@@ -148,9 +150,11 @@ class FrameReader:
                         done + left, self.body["start"], self.end, self.body["channel"])
             self.body = None
         elif self.state in (self.RESYNC, self.SKIP) and (self.skipped or left):
+            if not self.skipped:
+                self.skip_first = self._first_byte(self.base)
             self._issue("resync" if self.state == self.RESYNC else "gap",
                         self.skip_detail or "stream ended before frames could be found again",
-                        self.skipped + left, self.base - self.skipped, self.end, None)
+                        self.skipped + left, self.base - self.skipped, self.end, None, self.skip_first)
         elif left:
             self._issue("truncated", f"stream ended inside a frame ({left} bytes)", left, self.base,
                         self.end, None)
@@ -219,6 +223,8 @@ class FrameReader:
                         self.state = self.RESYNC
             elif state == self.RESYNC:
                 found, keep = self._find_sync(buf, pos, final)
+                if not self.skipped and (keep if found is None else found) > pos:
+                    self.skip_first = self._first_byte(self.base + pos)
                 if found is None:  # need more bytes; drop what cannot start a frame
                     self.skipped += keep - pos
                     pos = keep
@@ -229,7 +235,7 @@ class FrameReader:
                     self._issue("resync", "capture started mid-stream: bytes before the first whole "
                                 "frame" if start == 0 and self.mid_stream else
                                 "bytes skipped until frames were found again", self.skipped, start,
-                                self.base + found, None)
+                                self.base + found, None, self.skip_first)
                 self.skipped = 0
                 pos = found
                 self.state = self.FRAMES
@@ -244,7 +250,7 @@ class FrameReader:
 
     def _end_skip(self, pos: int = 0) -> None:
         self._issue("gap", self.skip_detail, self.skipped, self.base + pos - self.skipped,
-                    self.base + pos, None)
+                    self.base + pos, None, self.skip_first)
         self.skipped = 0
         self.skip_detail = ""
         self.state = self.FRAMES
@@ -291,7 +297,8 @@ class FrameReader:
         if found is not None or final:
             self.resync_waiting, self.resync_scanned = [], 0
             return (found if found is not None else len(buf)), len(buf)
-        self.resync_scanned = base + len(buf)
+        # a candidate in the last bytes could not match yet: scan them again with what follows
+        self.resync_scanned = base + max(pos, len(buf) - FRAME_START_BYTES + 1)
         keep = undecided[0] - base if undecided else max(pos, len(buf) - FRAME_HEADER_SIZE + 1)
         keep = max(keep, len(buf) - 2 * self.connection.settings.resync_max_frame)  # bounded memory
         self.resync_waiting = [a for a in undecided if a - base >= keep]
@@ -359,9 +366,19 @@ class FrameReader:
         self._issue(error.kind, error.detail, size, self.base + pos, self.base + error.frame_end,
                     error.channel)
 
-    def _issue(self, kind: str, detail: str, skipped: int, start: int, end: int, channel) -> None:
+    def _issue(self, kind: str, detail: str, skipped: int, start: int, end: int, channel,
+               first: tuple[int, int] | None = None) -> None:
+        """`first`: (ts_ns, capture) of the first byte, for ranges whose start has been forgotten."""
         self.skipped_bytes += skipped
-        self.connection.issue(self, kind, detail, skipped, start, max(start, end), channel)
+        end = max(start, end)
+        ts = None
+        if first is not None:
+            ts = (first[0], self.timestamps(end - 1, end)[1] if end > start else first[0], first[1])
+        self.connection.issue(self, kind, detail, skipped, start, end, channel, ts)
+
+    def _first_byte(self, offset: int) -> tuple[int, int]:
+        first, _, capture = self.timestamps(offset, offset + 1)
+        return first, capture
 
     def timestamps(self, start: int, end: int) -> tuple[int, int, int]:
         """(ts of the first byte, ts of the last byte, capture index) of a stream range."""
@@ -426,7 +443,7 @@ class AmqpConnection:
         self.ports = (tcp.a[1], tcp.b[1])
         self.version: str | None = None
         self.codec = codecs[settings.default_version]
-        self.frame_start = _frame_start_pattern(self.codec)
+        self.frame_start = _frame_start_pattern(self.codec, settings.resync_max_frame)
         self.readers = (FrameReader(self, 0), FrameReader(self, 1))
         self.client: int | None = None  # direction index of the client
         self.status = "undecided"  # -> "amqp", "not-amqp", "tls"
@@ -546,7 +563,7 @@ class AmqpConnection:
             if version in self.codecs:
                 self.version = version
                 self.codec = self.codecs[version]
-                self.frame_start = _frame_start_pattern(self.codec)
+                self.frame_start = _frame_start_pattern(self.codec, self.settings.resync_max_frame)
         self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None, {
             "version": header.version, "protocol_header": header.description,
             "raw": header.raw.hex()})
@@ -687,8 +704,11 @@ class AmqpConnection:
             summary["body_truncated"] = content.received > len(content.body)
         content.method["message"] = summary
         direction, channel = key
-        for record in content.records:
-            self._release(direction, record)
+        if content.method["dir"] is not None:  # labelled when made: the client was known already
+            self.out.extend(content.records)
+        else:
+            for record in content.records:
+                self._release(direction, record)
         if not complete and why:
             reader = self.readers[direction]
             self._record(reader, "issue", content.method["offset"], content.method["offset"], channel, {
@@ -698,9 +718,9 @@ class AmqpConnection:
                           f"({why})", "bytes_skipped": 0})
 
     def issue(self, reader: FrameReader, kind: str, detail: str, skipped: int, start: int, end: int,
-              channel) -> None:
+              channel, ts=None) -> None:
         self._record(reader, "issue", start, end, channel,
-                     {"issue_kind": kind, "detail": detail, "bytes_skipped": skipped})
+                     {"issue_kind": kind, "detail": detail, "bytes_skipped": skipped}, ts=ts)
 
     def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, fields: dict,
                 hold: bool = False, ts=None) -> dict:
@@ -742,6 +762,19 @@ class AmqpConnection:
 
 
 @functools.lru_cache(maxsize=16)
-def _frame_start_pattern(codec: Codec) -> re.Pattern:
-    types = bytes(sorted(codec.frame_types))
-    return re.compile(b"[" + re.escape(types) + b"]")
+def _frame_start_pattern(codec: Codec, limit: int) -> re.Pattern:
+    """Where a resynchronisation candidate may start: a frame type octet, a channel, and a size
+    whose high octets allow it to be at most `limit` (a cheap filter; `_judge` decides). It needs
+    FRAME_START_BYTES bytes to match."""
+    types = b"[" + re.escape(bytes(sorted(codec.frame_types))) + b"]"
+    high, second = limit >> 24, (limit >> 16) & 0xFF
+    if high >= 0xFF:
+        size = b""
+    elif high:
+        size = b"[\\x00-" + re.escape(bytes([high])) + b"]"
+    else:
+        size = b"\\x00[\\x00-" + re.escape(bytes([second])) + b"]"
+    return re.compile(types + b"[\\x00-\\xff]{2}" + size)
+
+
+FRAME_START_BYTES = 5  # what _frame_start_pattern looks at, at most
