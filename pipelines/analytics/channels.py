@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.analytics.grouped import per_group
 from pipelines.schemas import CHANNELS
 
 INPUT = ["date", "connection", "capture", "client", "server", "channel", "direction", "method", "ts_ns",
@@ -20,13 +20,13 @@ COUNTED = {"channel.flow": "flow_events", "basic.publish": "publishes", "basic.d
 
 def channels(frames: DataFrame) -> DataFrame:
     relevant = frames.where((F.col("kind") == "method") & (F.col("channel") > 0)).select(*INPUT)
-    return (relevant.groupBy("connection", "channel").applyInArrow(lifetimes, OUTPUT_DDL)
+    return (per_group(relevant, ["connection", "channel"], lifetimes, OUTPUT, OUTPUT_DDL)
             .withColumn("run_id", F.lit(None).cast("string")))
 
 
-def lifetimes(table: pa.Table) -> pa.Table:
-    rows = sorted(table.to_pylist(), key=lambda r: (r["ts_ns"], r["direction"], r["stream_offset"]))
-    return pa.Table.from_pylist(list(_lifetimes(rows)), schema=OUTPUT)
+def lifetimes(rows: list[dict]) -> Iterator[dict]:
+    rows.sort(key=lambda r: (r["ts_ns"], r["direction"], r["stream_offset"]))
+    return _lifetimes(rows)
 
 
 def _lifetimes(rows: list[dict]) -> Iterator[dict]:

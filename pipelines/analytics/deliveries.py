@@ -3,7 +3,7 @@
 Settlement is sequential per channel: delivery tags are channel-local, `multiple` settles every
 outstanding tag up to and including the given one, tag 0 with `multiple` settles all outstanding,
 and a channel number reused after close starts over. So the frames of each (connection, channel)
-go, in stream order, through a small state machine behind applyInArrow (the rows carry no
+go, in stream order, through a small state machine (`grouped.per_group`; the rows carry no
 payloads, so a channel's frames fit a task).
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.analytics.grouped import per_group
 from pipelines.schemas import DELIVERIES
 
 SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}
@@ -32,13 +32,13 @@ def deliveries(frames: DataFrame) -> DataFrame:
               .groupBy("connection").agg(F.min("ts_ns").alias("connection_closed_ns")))
     relevant = (frames.where(F.col("method").isin(*CHANNEL_METHODS) & (F.col("channel") > 0))
                 .join(F.broadcast(closed), "connection", "left").select(*INPUT))
-    return (relevant.groupBy("connection", "channel").applyInArrow(settle_channel, OUTPUT_DDL)
+    return (per_group(relevant, ["connection", "channel"], settle_channel, OUTPUT, OUTPUT_DDL)
             .withColumn("run_id", F.lit(None).cast("string")))
 
 
-def settle_channel(table: pa.Table) -> pa.Table:
-    rows = sorted(table.to_pylist(), key=lambda r: (r["ts_ns"], r["direction"] == "C>S", r["stream_offset"]))
-    return pa.Table.from_pylist(list(_settle(rows)), schema=OUTPUT)
+def settle_channel(rows: list[dict]) -> Iterator[dict]:
+    rows.sort(key=lambda r: (r["ts_ns"], r["direction"] == "C>S", r["stream_offset"]))
+    return _settle(rows)
 
 
 def _settle(rows: list[dict]) -> Iterator[dict]:

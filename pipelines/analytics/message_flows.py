@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.analytics.grouped import per_group
 from pipelines.schemas import MESSAGE_FLOWS
 
 SIDE = ["date", "capture", "connection", "channel", "method", "ts_ns", "message_id", "body_sha256", "exchange",
@@ -32,8 +33,8 @@ def message_flows(messages: DataFrame, deliveries: DataFrame) -> DataFrame:
                          .otherwise(F.concat_ws("|", F.lit("body"), "body_sha256", "exchange", "routing_key")))
              .where(F.col("method").isin("basic.publish", "basic.deliver", "basic.get-ok")))
     keyed = keyed.localCheckpoint(eager=True)  # refs must not change between the uses below
-    pairs = keyed.select("key", "ref", "method", "ts_ns", "connection", "channel", "consumer_tag", "redelivered",
-                         "message_id").groupBy("key").applyInArrow(pair_key, PAIRS_DDL)
+    pairs = per_group(keyed.select("key", "ref", "method", "ts_ns", "connection", "channel", "consumer_tag",
+                                   "redelivered", "message_id"), ["key"], pair_key, PAIRS, PAIRS_DDL)
     publish = keyed.where(F.col("method") == "basic.publish").select(
         F.col("ref").alias("publish_ref"), F.col("date").alias("p_date"), F.col("capture").alias("p_capture"),
         F.col("connection").alias("publisher_connection"), F.col("channel").alias("publisher_channel"),
@@ -68,9 +69,9 @@ def message_flows(messages: DataFrame, deliveries: DataFrame) -> DataFrame:
             .select(*MESSAGE_FLOWS.names))
 
 
-def pair_key(table: pa.Table) -> pa.Table:
-    rows = sorted(table.to_pylist(), key=lambda r: (r["ts_ns"], r["method"] != "basic.publish"))
-    return pa.Table.from_pylist(list(_pairs(rows)), schema=PAIRS)
+def pair_key(rows: list[dict]) -> Iterator[dict]:
+    rows.sort(key=lambda r: (r["ts_ns"], r["method"] != "basic.publish"))
+    return _pairs(rows)
 
 
 def _pairs(rows: list[dict]) -> Iterator[dict]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.analytics.grouped import per_group
 from pipelines.schemas import PUBLISHES
 
 INPUT = ["date", "connection", "capture", "client", "server", "channel", "direction", "method", "ts_ns",
@@ -33,16 +34,16 @@ METHODS = ("channel.open", "channel.close", "channel.close-ok", "confirm.select"
 
 def publishes(frames: DataFrame, messages: DataFrame) -> DataFrame:
     relevant = frames.where(F.col("method").isin(*METHODS) & (F.col("channel") > 0)).select(*INPUT)
-    settled = relevant.groupBy("connection", "channel").applyInArrow(settle_channel, OUTPUT_DDL)
+    settled = per_group(relevant, ["connection", "channel"], settle_channel, OUTPUT, OUTPUT_DDL)
     facts = messages.where(F.col("method") == "basic.publish").select(
         "connection", "stream_offset", *MESSAGE_FACTS)
     return (settled.join(facts, ["connection", "stream_offset"], "left")
             .withColumn("run_id", F.lit(None).cast("string")).select(*PUBLISHES.names))
 
 
-def settle_channel(table: pa.Table) -> pa.Table:
-    rows = sorted(table.to_pylist(), key=lambda r: (r["ts_ns"], r["direction"] == "S>C", r["stream_offset"]))
-    return pa.Table.from_pylist(list(_settle(rows)), schema=OUTPUT)
+def settle_channel(rows: list[dict]) -> Iterator[dict]:
+    rows.sort(key=lambda r: (r["ts_ns"], r["direction"] == "S>C", r["stream_offset"]))
+    return _settle(rows)
 
 
 def _settle(rows: list[dict]) -> Iterator[dict]:

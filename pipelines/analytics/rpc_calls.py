@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from amqp_decode.spec import load_spec
+from pipelines.analytics.grouped import per_group
 from pipelines.schemas import RPC_CALLS
 
 INPUT = ["date", "connection", "capture", "client", "server", "channel", "direction", "method", "ts_ns",
@@ -33,13 +33,13 @@ def rpc_calls(frames: DataFrame) -> DataFrame:
               .groupBy("connection").agg(F.min_by("reply_code", "ts_ns").alias("connection_close_code"),
                                          F.min_by("reply_text", "ts_ns").alias("connection_close_text")))
     methods = frames.where(F.col("kind") == "method").join(F.broadcast(closes), "connection", "left")
-    return (methods.select(*INPUT).groupBy("connection", "channel").applyInArrow(pair_channel, OUTPUT_DDL)
+    return (per_group(methods.select(*INPUT), ["connection", "channel"], pair_channel, OUTPUT, OUTPUT_DDL)
             .withColumn("run_id", F.lit(None).cast("string")))
 
 
-def pair_channel(table: pa.Table) -> pa.Table:
-    rows = sorted(table.to_pylist(), key=lambda r: (r["ts_ns"], r["direction"], r["stream_offset"]))
-    return pa.Table.from_pylist(list(_pair(rows)), schema=OUTPUT)
+def pair_channel(rows: list[dict]) -> Iterator[dict]:
+    rows.sort(key=lambda r: (r["ts_ns"], r["direction"], r["stream_offset"]))
+    return _pair(rows)
 
 
 def _responses() -> dict[str, tuple[str, ...]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import uuid
 
 from pipelines.config import ConfigError, load_config
@@ -55,8 +56,11 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     versions = {}
     try:
         for table, frame in built.items():
+            started = time.monotonic()
             files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]
             versions[table.name] = delta.commit(lake, table, files, captures, run_id)
+            print(f"amqpcap: {table.name}: {sum(f['rows'] for f in files)} rows, "
+                  f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
     finally:
         for frame in (frames, messages, streams, built[DELIVERIES]):
             frame.unpersist()

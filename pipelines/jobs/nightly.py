@@ -113,6 +113,7 @@ def run(spark, files, config, lake: str, run_id: str) -> dict:
                 counts[f["table"]] += f["rows"]
     finally:
         reporter.stop()
+    _progress(f"raw tables committed after {time.time() - started:.1f} s; building the analytics tables")
     from pipelines.jobs.analyze import analyze
     versions.update(analyze(spark, lake, run_id, captures))
     status = Counter()
