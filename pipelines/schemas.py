@@ -239,8 +239,8 @@ DELIVERIES = Table("deliveries", "One row per basic.deliver and basic.get-ok: ho
     _c("delivered_at", "timestamp", "time of the deliver / get-ok frame"),
     _c("delivered_ns", "bigint", "the same, nanoseconds since the epoch"),
     _c("outcome", "string", "ack, nack, reject, auto-ack (no_ack consumer or get), unsettled (still "
-       "outstanding when the capture ended), channel-closed or connection-closed (outstanding when it closed: "
-       "the broker requeues it)"),
+       "outstanding when the capture ended), channel-closed or connection-closed (outstanding when it "
+       "closed, by a close method or by the TCP connection's FIN or RST: the broker requeues it)"),
     _c("requeue", "boolean", "nack / reject: the requeue flag"),
     _c("settled_at", "timestamp", "time of the settling ack / nack / reject (or of the close)"),
     _c("settle_latency_ms", "double", "settled_at - delivered_at, in milliseconds"),

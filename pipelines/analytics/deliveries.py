@@ -27,9 +27,17 @@ CHANNEL_METHODS = ("basic.deliver", "basic.get-ok", "basic.get", "basic.get-empt
                    "channel.close", "channel.close-ok")
 
 
-def deliveries(frames: DataFrame) -> DataFrame:
+def deliveries(frames: DataFrame, streams: DataFrame | None = None) -> DataFrame:
+    """`streams`, when given, also ends connections that closed without connection.close (a client
+    killed, a connection reset): their TCP end settles what was outstanding, as the broker does."""
     closed = (frames.where(F.col("method") == "connection.close")
               .groupBy("connection").agg(F.min("ts_ns").alias("connection_closed_ns")))
+    if streams is not None:
+        dropped = (streams.where(F.col("end_reason").isin("fin", "rst", "port-reuse"))
+                   .select("connection", (F.unix_micros("last_ts") * 1000).alias("tcp_end_ns")))
+        closed = (closed.join(dropped, "connection", "full")
+                  .select("connection", F.coalesce("connection_closed_ns", "tcp_end_ns")
+                          .alias("connection_closed_ns")))
     relevant = (frames.where(F.col("method").isin(*CHANNEL_METHODS) & (F.col("channel") > 0))
                 .join(F.broadcast(closed), "connection", "left").select(*INPUT))
     return (per_group(relevant, ["connection", "channel"], settle_channel, OUTPUT, OUTPUT_DDL)

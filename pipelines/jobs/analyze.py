@@ -45,7 +45,7 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     frames, messages, streams = (frame.persist(StorageLevel.MEMORY_AND_DISK)
                                  for frame in (frames, messages, streams))
     built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
-             DELIVERIES: deliveries(frames), PUBLISHES: publishes(frames, messages),
+             DELIVERIES: deliveries(frames, streams), PUBLISHES: publishes(frames, messages),
              RPC_CALLS: rpc_calls(frames),
              CONNECTIONS: connections(streams, frames, reference.method_names(spark)),
              CHANNELS: channels(frames),

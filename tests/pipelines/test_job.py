@@ -188,6 +188,12 @@ def test_deliveries_table_settles_as_the_samples_did(spark, lake):
         assert sum(bool(r.requeue) for r in mine) == facts["requeued"]
         assert sum(bool(r.redelivered) for r in mine) == facts["redelivered"]
         assert all(r.settle_latency_ms >= 0 for r in mine if r.settle_latency_ms is not None)
+        if expected_path.name == "abrupt_kill.expected.json":
+            # the killed client never acked its get-ok; its TCP end (no close method) settles it
+            streams = read_table(spark, path, "streams").where(f"capture = '{capture_for(expected_path)}'")
+            end = streams.where("status = 'amqp'").collect()[0]
+            assert end.end_reason in ("fin", "rst")
+            assert [(r.outcome, r.settled_at) for r in mine] == [("connection-closed", end.last_ts)]
 
 
 def test_publishes_table_confirms_as_the_samples_did(spark, lake):
