@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -71,11 +72,12 @@ def _kind(pid: int) -> str:
     return "other"
 
 
-def run_job(command: list[str]) -> tuple[float, dict[str, int]]:
-    """(wall seconds, peak RSS in MB per role: driver, jvm, worker)."""
+def run_job(command: list[str]) -> tuple[float, dict[str, int], str]:
+    """(wall seconds, peak RSS in MB per role: driver, jvm, worker, the job's progress lines)."""
     peaks = {"driver": 0, "jvm": 0, "worker": 0}
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     stop = threading.Event()
 
     def sample():
@@ -92,9 +94,23 @@ def run_job(command: list[str]) -> tuple[float, dict[str, int]]:
     code = process.wait()
     stop.set()
     sampler.join()
+    log.seek(0)
+    output = log.read().decode(errors="replace")
     if code:
-        raise SystemExit(f"{' '.join(command)} failed with status {code}")
-    return time.perf_counter() - start, peaks
+        raise SystemExit(f"{' '.join(command)} failed with status {code}:\n{output[-3000:]}")
+    return time.perf_counter() - start, peaks, output
+
+
+def phases(wall: float, output: str) -> str:
+    """Where the job's time went, from its own progress lines."""
+    raw = re.search(r"raw tables committed after ([0-9.]+) s", output)
+    finished = re.search(r"finished in ([0-9.]+) s", output)
+    tables = re.findall(r"amqpcap: (\w+): \d+ rows, ([0-9.]+) s", output)
+    if not (raw and finished):
+        return "phases: not found in the job's output"
+    raw_s, job_s = float(raw.group(1)), float(finished.group(1))
+    return (f"phases: start-up and shutdown {wall - job_s:.1f} s, decode + raw tables {raw_s:.1f} s, "
+            f"analytics {job_s - raw_s:.1f} s (" + ", ".join(f"{t} {s} s" for t, s in tables) + ")")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,13 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         theirs, tshark_rss = run_measured([tshark, "-r", str(path), "-Y", "amqp", "-T", "fields",
                                            "-e", "amqp.method.method"])
         lake = Path(tempfile.mkdtemp(prefix="amqpcap-lake-", dir=folder))
-        ours, peaks = run_job([amqpcap, "run", "--input", str(path), "--lake", str(lake),
+        ours, peaks, output = run_job([amqpcap, "run", "--input", str(path), "--lake", str(lake),
                                "--master", args.master])
         shutil.rmtree(lake)
         print(f"\n{path.name}: {megabytes:.1f} MB, {packets} packets")
         print(f"  amqpcap run  {ours:7.1f} s  {megabytes / ours:6.1f} MB/s  {packets / ours:9,.0f} packets/s  "
               f"peak RSS: driver {peaks['driver']} MB, JVM {peaks['jvm']} MB, largest Python worker "
               f"{peaks['worker']} MB")
+        print(f"    {phases(ours, output)}")
         print(f"  tshark       {theirs:7.1f} s  {megabytes / theirs:6.1f} MB/s  {packets / theirs:9,.0f} packets/s  "
               f"peak RSS {tshark_rss} MB")
         print(f"  ratio (tshark time / amqpcap run time): {theirs / ours:.2f}x  (target >= 1.5x)")

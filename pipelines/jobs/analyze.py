@@ -12,8 +12,11 @@ import argparse
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from pipelines.config import ConfigError, load_config
+
+CONCURRENT_TABLES = 4  # analytics tables written at the same time
 
 
 def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> dict[str, int]:
@@ -31,8 +34,8 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     from pipelines.analytics.message_flows import message_flows
     from pipelines.analytics.publishes import publishes
     from pipelines.analytics.rpc_calls import rpc_calls
-    from pipelines.schemas import (CHANNELS, CONNECTIONS, DELIVERIES, ERRORS, FLOW_CONTROL, HEARTBEATS,
-                                   MESSAGE_FLOWS, PUBLISHES, RPC_CALLS)
+    from pipelines.schemas import (ANALYTICS_TABLES, CHANNELS, CONNECTIONS, DELIVERIES, ERRORS,
+                                   FLOW_CONTROL, HEARTBEATS, MESSAGE_FLOWS, PUBLISHES, RPC_CALLS)
 
     frames = delta.read_table(spark, lake, "frames")
     messages = delta.read_table(spark, lake, "messages")
@@ -44,27 +47,40 @@ def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> 
     # every table reads these: read the raw layer once (and deliveries feeds message_flows too)
     frames, messages, streams = (frame.persist(StorageLevel.MEMORY_AND_DISK)
                                  for frame in (frames, messages, streams))
-    built = {ERRORS: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
-             DELIVERIES: deliveries(frames, streams), PUBLISHES: publishes(frames, messages),
-             RPC_CALLS: rpc_calls(frames),
-             CONNECTIONS: connections(streams, frames, reference.method_names(spark)),
-             CHANNELS: channels(frames),
-             HEARTBEATS: heartbeats(frames, streams), FLOW_CONTROL: flow_control(frames)}
-    built[DELIVERIES] = built[DELIVERIES].persist(StorageLevel.MEMORY_AND_DISK)
-    built[MESSAGE_FLOWS] = message_flows(messages, built[DELIVERIES])
-    built = {table: frame.withColumn("run_id", F.lit(run_id)) for table, frame in built.items()}
-    versions = {}
-    try:
-        for table, frame in built.items():
+    settled = deliveries(frames, streams).persist(StorageLevel.MEMORY_AND_DISK)
+    builders = {
+        ERRORS: lambda: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
+        DELIVERIES: lambda: settled, PUBLISHES: lambda: publishes(frames, messages),
+        RPC_CALLS: lambda: rpc_calls(frames),
+        CONNECTIONS: lambda: connections(streams, frames, reference.method_names(spark)),
+        CHANNELS: lambda: channels(frames), HEARTBEATS: lambda: heartbeats(frames, streams),
+        FLOW_CONTROL: lambda: flow_control(frames),
+        MESSAGE_FLOWS: lambda: message_flows(messages, settled)}
+    versions: dict[str, int] = {}
+
+    def write(*tables) -> None:  # in order: message_flows reads the deliveries just written
+        for table in tables:
             started = time.monotonic()
+            frame = builders[table]().withColumn("run_id", F.lit(run_id))
             files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]
             versions[table.name] = delta.commit(lake, table, files, captures, run_id)
             print(f"amqpcap: {table.name}: {sum(f['rows'] for f in files)} rows, "
                   f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+    chains = [(DELIVERIES, MESSAGE_FLOWS), (RPC_CALLS,), (CONNECTIONS,), (PUBLISHES,), (ERRORS,),
+              (CHANNELS,), (HEARTBEATS,), (FLOW_CONTROL,)]
+    try:
+        # Several tables at once: each is small next to its fixed cost (job scheduling, a commit),
+        # which concurrent Spark jobs overlap; tables are independent but for the chain above.
+        with ThreadPoolExecutor(max_workers=CONCURRENT_TABLES) as pool:
+            failures = [f.exception() for f in [pool.submit(write, *chain) for chain in chains]]
     finally:
-        for frame in (frames, messages, streams, built[DELIVERIES]):
+        for frame in (frames, messages, streams, settled):
             frame.unpersist()
-    return versions
+    failure = next((f for f in failures if f is not None), None)
+    if failure is not None:
+        raise failure
+    return {table.name: versions[table.name] for table in ANALYTICS_TABLES}
 
 
 def main(argv: list[str] | None = None) -> int:
