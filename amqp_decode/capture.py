@@ -85,7 +85,8 @@ def read_records(path: str, info: CaptureInfo | None = None,
                  source=None) -> Iterator[tuple[int, int, bytes]]:
     """Yield (timestamp in ns, link type, record bytes) for each packet record of the file.
 
-    `info`, when given, is updated as records are read (format, link types, counts, issues).
+    `info`, when given, is filled in (format, link types, counts, issues); a classic pcap's
+    counts are added when reading ends, which keeps its per-record loop lean.
     `source`, when given, is the open file to read instead of opening `path`.
     """
     info = info if info is not None else CaptureInfo(path, _size(path))
@@ -94,30 +95,14 @@ def read_records(path: str, info: CaptureInfo | None = None,
     try:
         if isinstance(reader, RawPcapNgReader):
             info.format = "pcapng"
-            records = _pcapng(reader, info.resolutions)
+            records = _pcapng(reader, info)
         else:
             info.format = "pcap-ns" if reader.nano else "pcap"
             info.resolutions.add(10**9 if reader.nano else 10**6)
-            records = None
+            records = _pcap(reader, info)
         if compressed:
             info.format += "+gzip"
-        if records is None:
-            yield from _pcap(reader, info)
-            return
-        index = 0
-        while True:
-            position = _tell(reader)
-            try:
-                ts_ns, link_type, data, caplen = next(records)
-            except StopIteration:
-                _truncated_tail(info, index, _tell(reader) - position)
-                return
-            except (EOFError, OSError, Scapy_Exception) as error:
-                info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
-                return
-            _account(info, index, ts_ns, link_type, data, caplen)
-            index += 1
-            yield ts_ns, link_type, data
+        yield from records
     finally:
         reader.close()
 
@@ -160,6 +145,25 @@ def _pcap(reader, info: CaptureInfo) -> Iterator[tuple[int, int, bytes]]:
             info.last_ts_ns = ts_ns
 
 
+def _pcapng(reader, info: CaptureInfo) -> Iterator[tuple[int, int, bytes]]:
+    """pcapng: blocks of several kinds interleave with packets, so positions come from the file."""
+    records = _pcapng_packets(reader, info.resolutions)
+    index = 0
+    while True:
+        position = _tell(reader)
+        try:
+            ts_ns, link_type, data, caplen = next(records)
+        except StopIteration:
+            _truncated_tail(info, index, _tell(reader) - position)
+            return
+        except (EOFError, OSError, Scapy_Exception) as error:
+            info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
+            return
+        _account(info, index, ts_ns, link_type, data, caplen)
+        index += 1
+        yield ts_ns, link_type, data
+
+
 def _account(info: CaptureInfo, index: int, ts_ns: int, link_type: int, data: bytes, caplen: int) -> None:
     if len(data) < caplen:
         info.issues.append(_cut_record(index, data, caplen))
@@ -183,7 +187,7 @@ def _truncated_tail(info: CaptureInfo, index: int, leftover: int) -> None:
             "capture cut while being written?)", index, leftover))
 
 
-def _pcapng(reader, resolutions: set[int]) -> Iterator[tuple[int, int, bytes, int]]:
+def _pcapng_packets(reader, resolutions: set[int]) -> Iterator[tuple[int, int, bytes, int]]:
     while True:
         try:
             data, meta = reader._read_packet(size=MAX_RECORD)
