@@ -24,7 +24,7 @@ from amqp_decode.capture import CaptureError, CaptureInfo, read_records
 from amqp_decode.codec import Codec
 from amqp_decode.packets import PacketParser, format_endpoint
 from amqp_decode.spec import BUNDLED, load_spec
-from amqp_decode.stream import AmqpConnection, StreamSettings
+from amqp_decode.stream import CONNECTION_END, AmqpConnection, StreamSettings
 from amqp_decode.tcp import TcpConnection, TcpTracker
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".pcap.gz", ".pcapng.gz", ".cap.gz")
@@ -130,8 +130,12 @@ class CaptureDecoder:
         self.collect_connections = collect_connections
         self.stats = DecodeStats()
         self._kinds: dict[str, int] = {}  # records by kind (a plain dict is cheaper per record)
+        self._ends = False
 
-    def decode(self, inputs: Iterable[str]) -> Iterator[dict]:
+    def decode(self, inputs: Iterable[str], ends: bool = False) -> Iterator[dict]:
+        """Records of every connection in the inputs. `ends`: also each connection's
+        CONNECTION_END record (its summary), after its last record."""
+        self._ends = ends
         paths = expand_inputs(inputs)
         parser = PacketParser()
         stats = self.stats
@@ -152,12 +156,18 @@ class CaptureDecoder:
 
     def _count(self, records: list[dict]) -> list[dict]:
         counts = self._kinds
+        ended = False
         for record in records:
             kind = record["kind"]
-            counts[kind] = counts.get(kind, 0) + 1
             if kind == "issue":
                 self.stats.issues[record["issue_kind"]] += 1
                 self.stats.bytes_skipped += record["bytes_skipped"]
+            elif kind == CONNECTION_END:
+                ended = True
+                continue
+            counts[kind] = counts.get(kind, 0) + 1
+        if ended and not self._ends:
+            return [r for r in records if r["kind"] != CONNECTION_END]
         return records
 
     def _count_connection(self, connection: AmqpConnection) -> None:

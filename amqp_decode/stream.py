@@ -32,6 +32,8 @@ from amqp_decode.packets import format_endpoint
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 
 STREAM_BODY_MIN = 64 * 1024
+# The record that closes a connection's records: {"kind": CONNECTION_END, "connection", "summary"}.
+CONNECTION_END = "connection-end"
 _FRAME_HEADER = struct.Struct(">BHI").unpack_from
 
 
@@ -501,6 +503,8 @@ class AmqpConnection:
                 self._close_content(key, complete=False, why="connection ended")
             if self.client is None:
                 self._decide_client(self._port_guess(), "guessed from ports")
+        # After every record of the connection: what consumes records learns of the end in order.
+        self.out.append({"kind": CONNECTION_END, "connection": self.id, "summary": self.summary()})
         if self.on_end is not None:
             self.on_end(self)
 

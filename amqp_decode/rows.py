@@ -1,9 +1,10 @@
-"""Decoder records (amqp_decode's dicts) to rows of the raw tables, as bounded Arrow batches.
+"""Decoder records to rows of the raw tables (`frames`, `messages`, `decode_issues`, `streams`).
 
-Pure pyarrow, no Spark: the decode tasks call it inside mapInArrow/applyInArrow, and tests call it
-directly. One decoded record becomes one `frames` row (or one `decode_issues` row for issues), and
-each content-carrying method also one `messages` row. Typed columns hold the common arguments;
-`args_json` keeps all of them.
+One decoded record becomes one `frames` row (or one `decode_issues` row for an issue), and each
+content-carrying method also one `messages` row; a connection's end becomes its `streams` row.
+Typed columns hold the arguments people filter on; `args_json` keeps all of them. The analytics
+state machines read these same rows (amqp_decode.analytics), and `rows_to_batch` turns a table's
+rows into an Arrow batch with the table's exact schema.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ from __future__ import annotations
 import base64
 import datetime
 from decimal import Decimal
-from typing import Iterator
 
 import orjson
 import pyarrow as pa
 
-from pipelines.schemas import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, Table
+from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, Table
 
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime.date(1970, 1, 1)
@@ -67,50 +67,11 @@ def _date(ts_ns: int) -> datetime.date:
     return _EPOCH + datetime.timedelta(days=ts_ns // 86_400_000_000_000)
 
 
-class RowBatcher:
-    """Accumulates rows per table; yields (table name, RecordBatch) every `batch_rows` rows."""
+class RawRows:
+    """Builds the raw tables' rows of one run from decoder records."""
 
-    def __init__(self, run_id: str, batch_rows: int = 10_000) -> None:
+    def __init__(self, run_id: str | None = None) -> None:
         self.run_id = run_id
-        self.batch_rows = batch_rows
-        self._tables = {t.name: t for t in (FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)}
-        self._rows: dict[str, list[dict]] = {name: [] for name in self._tables}
-
-    def add(self, record: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
-        if record["kind"] == "issue":
-            self._rows["decode_issues"].append(self.issue_row(record))
-        else:
-            self._rows["frames"].append(self.frame_row(record))
-            if "message" in record:
-                self._rows["messages"].append(self.message_row(record))
-        for name, rows in self._rows.items():
-            if len(rows) >= self.batch_rows:
-                yield name, self._flush(name)
-
-    def add_stream(self, summary: dict) -> Iterator[tuple[str, pa.RecordBatch]]:
-        """A TCP connection's summary (amqp_decode's AmqpConnection.summary()) as a streams row."""
-        row = {"date": _date(summary["first_ts_ns"]), "connection": summary["connection"],
-               "capture": summary["capture"], "client": summary["client"], "server": summary["server"],
-               "status": summary["status"], "version": summary["version"],
-               "client_decided_by": summary["client_decided_by"], "syn_seen": summary["syn_seen"],
-               "first_ts": summary["first_ts_ns"] // 1000, "last_ts": summary["last_ts_ns"] // 1000,
-               "end_reason": summary["end_reason"], "run_id": self.run_id}
-        for label, prefix in (("C>S", "c2s"), ("S>C", "s2c")):
-            facts = summary["directions"].get(label, {})
-            for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets"):
-                row[f"{prefix}_{name}"] = facts.get(name)
-        self._rows["streams"].append(row)
-        if len(self._rows["streams"]) >= self.batch_rows:
-            yield "streams", self._flush("streams")
-
-    def finish(self) -> Iterator[tuple[str, pa.RecordBatch]]:
-        for name, rows in self._rows.items():
-            if rows:
-                yield name, self._flush(name)
-
-    def _flush(self, name: str) -> pa.RecordBatch:
-        rows, self._rows[name] = self._rows[name], []
-        return rows_to_batch(self._tables[name], rows)
 
     def _common(self, record: dict) -> dict:
         ts_ns = record["ts_ns"]
@@ -129,11 +90,12 @@ class RowBatcher:
                        args_json=to_json(args))
             for name in _ARG_COLUMNS:
                 value = args.get(name)
-                if isinstance(value, _ARG_TYPES[name]):  # a foreign spec could type a name otherwise
-                    row[name] = value
-            row["delivery_tag"] = _int64(row.get("delivery_tag"))
+                row[name] = value if isinstance(value, _ARG_TYPES[name]) else None  # a foreign spec could type a name otherwise
+            row["delivery_tag"] = _int64(row["delivery_tag"])
             if record["method"] in _CLOSES:
                 row.update(failing_class_id=args.get("class_id"), failing_method_id=args.get("method_id"))
+            else:
+                row.update(failing_class_id=None, failing_method_id=None)
         elif kind == "header":
             row.update(class_id=record["class_id"], body_size=_int64(record["body_size"]),
                        properties_json=to_json(record["properties"]))
@@ -167,6 +129,20 @@ class RowBatcher:
         row = self._common(record)
         row.update(issue_kind=record["issue_kind"], detail=record["detail"],
                    bytes_skipped=record["bytes_skipped"])
+        return row
+
+    def stream_row(self, summary: dict) -> dict:
+        """A TCP connection's summary (the decoder's connection-end record) as its streams row."""
+        row = {"date": _date(summary["first_ts_ns"]), "connection": summary["connection"],
+               "capture": summary["capture"], "client": summary["client"], "server": summary["server"],
+               "status": summary["status"], "version": summary["version"],
+               "client_decided_by": summary["client_decided_by"], "syn_seen": summary["syn_seen"],
+               "first_ts": summary["first_ts_ns"] // 1000, "last_ts": summary["last_ts_ns"] // 1000,
+               "end_reason": summary["end_reason"], "run_id": self.run_id}
+        for label, prefix in (("C>S", "c2s"), ("S>C", "s2c")):
+            facts = summary["directions"].get(label, {})
+            for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets"):
+                row[f"{prefix}_{name}"] = facts.get(name)
         return row
 
 

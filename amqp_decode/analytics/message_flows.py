@@ -1,0 +1,103 @@
+"""The `message_flows` rule: which delivery carried which publish, across connections.
+
+AMQP carries no end-to-end message id of its own, so pairs are matched on what the messages carry:
+the `message-id` property when set, else the body's SHA-256 together with the exchange and routing
+key the message was published with (a delivery repeats them). Within one key and one consumer
+stream (connection, channel, consumer tag), first deliveries take the key's publishes in time
+order, each only from publishes before it: so a fan-out to several queues pairs every copy with
+its publish, and a burst of identical bodies pairs one to one. A redelivery pairs with the publish
+the earlier delivery of that message got. What stays unmatched keeps its row with the other side
+empty.
+
+This module is the rule, Spark-free: `flows(sides)` takes one key's publishes and deliveries (rows
+of the `publishes` and `deliveries` tables, sorted by `side_order`) and yields `message_flows`
+rows. The job runs it per key over the run's publishes and deliveries (pipelines.flows).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from amqp_decode.analytics.common import micros
+
+# The columns of each side the rule and its rows need.
+PUBLISH_COLUMNS = ("date", "capture", "connection", "channel", "published_ns", "message_id", "body_sha256",
+                   "exchange", "routing_key")
+DELIVERY_COLUMNS = ("date", "capture", "connection", "channel", "consumer_tag", "delivery_tag", "redelivered",
+                    "delivered_ns", "message_id", "body_sha256", "exchange", "routing_key", "queue",
+                    "settled_at", "outcome")
+
+
+def flow_key(side: dict) -> str:
+    """The match key: the message id, else the body hash with the exchange and routing key (absent
+    parts left out, as SQL's concat_ws does)."""
+    if side["message_id"] is not None:
+        return "id:" + side["message_id"]
+    return "|".join(p for p in ("body", side["body_sha256"], side["exchange"], side["routing_key"]) if p is not None)
+
+
+def side_time(side: dict) -> int:
+    return side["published_ns"] if "published_ns" in side else side["delivered_ns"]
+
+
+def side_order(side: dict) -> tuple[int, bool]:
+    """Time order; on a tie the publish first."""
+    return side_time(side), "delivered_ns" in side
+
+
+def flows(sides: Iterable[dict]) -> Iterator[dict]:
+    """One key's sides, in `side_order`: publishes (rows with `published_ns`) and deliveries."""
+    publishes: list[dict] = []
+    paired: set[int] = set()  # indexes of publishes that got a delivery
+    position: dict[tuple, int] = {}  # consumer stream -> index of its next publish
+    last: dict[tuple, int] = {}  # consumer stream -> publish of its last first delivery
+    how = None
+    for side in sides:
+        if how is None:
+            how = "message_id" if side["message_id"] is not None else "body"
+        if "published_ns" in side:
+            publishes.append(side)
+            continue
+        stream = (side["connection"], side["channel"], side["consumer_tag"])
+        index = None
+        if side["redelivered"] and stream in last:
+            index = last[stream]
+        else:
+            i = position.get(stream, 0)
+            if i < len(publishes) and publishes[i]["published_ns"] <= side["delivered_ns"]:
+                index = i
+                position[stream] = i + 1
+        if index is None:  # its publish is outside the capture
+            yield _row(None, None, side)
+            continue
+        last[stream] = index
+        paired.add(index)
+        yield _row(how, publishes[index], side)
+    for index, publish in enumerate(publishes):
+        if index not in paired:
+            yield _row(None, publish, None)
+
+
+def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
+    p, d = publish or {}, delivery or {}
+    published_ns, delivered_ns = p.get("published_ns"), d.get("delivered_ns")
+    settled_at = d.get("settled_at")
+    settled_ns = settled_at * 1000 if settled_at is not None else None
+
+    def ms(later, earlier):
+        return (later - earlier) / 1e6 if later is not None and earlier is not None else None
+
+    def either(name):
+        value = p.get(name)
+        return value if value is not None else d.get(name)
+
+    return {"date": either("date"), "capture": either("capture"), "match": how,
+            "message_id": either("message_id"), "body_sha256": either("body_sha256"),
+            "exchange": either("exchange"), "routing_key": either("routing_key"),
+            "publisher_connection": p.get("connection"), "publisher_channel": p.get("channel"),
+            "published_at": micros(published_ns), "consumer_connection": d.get("connection"),
+            "consumer_channel": d.get("channel"), "consumer_tag": d.get("consumer_tag"), "queue": d.get("queue"),
+            "delivery_tag": d.get("delivery_tag"), "redelivered": d.get("redelivered"),
+            "delivered_at": micros(delivered_ns), "settled_at": settled_at, "outcome": d.get("outcome"),
+            "publish_to_deliver_ms": ms(delivered_ns, published_ns), "deliver_to_settle_ms": ms(settled_ns, delivered_ns),
+            "end_to_end_ms": ms(settled_ns, published_ns)}

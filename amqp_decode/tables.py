@@ -1,0 +1,628 @@
+"""The lake's tables, declared once: each table is a TypedDict of its rows, every column annotated
+with its SQL type and what it means.
+
+    FRAMES.names, FRAMES.arrow()        # the columns, the Arrow schema
+    row: FramesRow = {...}              # what row builders, analytics and the CLI pass around
+
+The row TypedDicts are the shapes that cross boundaries: the decode task builds `FramesRow`s, the
+analytics state machines read them and emit `DeliveriesRow`s..., the writers take them per table.
+Everything else derives from this module: the Arrow schemas the executors write, the Delta schemas
+the driver commits, Spark's types (`pipelines.spark_types`), `docs/tables.md` (`python -m
+amqp_decode.tables > docs/tables.md`; a test fails when it is stale) and the tests' table lists.
+
+Types are Spark SQL names, each mapped to exactly one Arrow type. Timestamps travel in rows as
+integer microseconds since the epoch; `date` as `datetime.date`. AMQP field tables become
+`map<string,string>` plus a JSON column for full fidelity.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from dataclasses import dataclass
+from typing import Annotated, TypedDict, get_type_hints
+
+import pyarrow as pa
+
+ARROW_TYPES = {
+    "string": pa.string(), "bigint": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),
+    "double": pa.float64(), "date": pa.date32(), "binary": pa.binary(),
+    "timestamp": pa.timestamp("us", tz="UTC"), "array<string>": pa.list_(pa.string()),
+    "map<string,string>": pa.map_(pa.string(), pa.string()),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # Spark SQL type name, a key of ARROW_TYPES
+    comment: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    description: str
+    columns: tuple[Column, ...]
+    row: type  # the TypedDict of its rows
+    replace_key: str = "capture"  # the column naming where a row came from: what a rerun replaces by
+
+    @classmethod
+    def of(cls, name: str, row: type, replace_key: str = "capture") -> "Table":
+        hints = get_type_hints(row, include_extras=True)
+        columns = []
+        for column, hint in hints.items():
+            sql, comment = hint.__metadata__
+            if sql not in ARROW_TYPES:
+                raise ValueError(f"{name}.{column}: unknown SQL type {sql!r}")
+            columns.append(Column(column, sql, comment))
+        description = " ".join((row.__doc__ or "").split())
+        return cls(name, description, tuple(columns), row, replace_key)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def arrow(self, without: tuple[str, ...] = ()) -> pa.Schema:
+        """The table's Arrow schema, with each column's comment as field metadata."""
+        return pa.schema([pa.field(c.name, ARROW_TYPES[c.type], metadata={"comment": c.comment})
+                          for c in self.columns if c.name not in without])
+
+    def ddl(self, without: tuple[str, ...] = ()) -> str:
+        """Spark DDL of the columns (what a mapInArrow task producing the rows declares)."""
+        return ", ".join(f"`{c.name}` {c.type}" for c in self.columns if c.name not in without)
+
+
+Date = Annotated[datetime.date | None, "date", "UTC date of the traffic (the partition column)"]
+Run = Annotated[str | None, "string", "the run that wrote the row"]
+Connection = Annotated[str | None, "string",
+                       "connection id: hash of both endpoints and the connection's first packet time; "
+                       "stable across reruns"]
+Capture = Annotated[str | None, "string", "capture file holding the row's first byte"]
+Client = Annotated[str | None, "string", "client endpoint, ip:port ([ip6]:port for IPv6)"]
+Server = Annotated[str | None, "string", "server endpoint, ip:port"]
+Direction = Annotated[str | None, "string", "'C>S' (client to server) or 'S>C'"]
+Channel = Annotated[int | None, "int",
+                    "AMQP channel (0 for the connection itself); null when not tied to a frame"]
+Ts = Annotated[int | None, "timestamp", "packet time of the first byte (microseconds)"]
+TsNs = Annotated[int | None, "bigint", "packet time of the first byte, nanoseconds since the epoch"]
+TsLastNs = Annotated[int | None, "bigint", "packet time of the last byte, nanoseconds since the epoch"]
+
+
+class CapturesRow(TypedDict, total=False):
+    """One row per input file and run: what was read and how it went."""
+
+    date: Date
+    run_id: Run
+    path: Annotated[str | None, "string", "the file as given (local path or URI)"]
+    size_bytes: Annotated[int | None, "bigint", "file size"]
+    format: Annotated[str | None, "string", "pcap, pcap-ns or pcapng, with +gzip when compressed"]
+    link_types: Annotated[list[str] | None, "array<string>",
+                          "link-layer types seen (EN10MB, LINUX_SLL2, ...)"]
+    packets: Annotated[int | None, "bigint", "packet records read"]
+    captured_bytes: Annotated[int | None, "bigint", "bytes of all packet records"]
+    first_ts: Annotated[int | None, "timestamp", "time of the first packet"]
+    last_ts: Annotated[int | None, "timestamp", "time of the last packet"]
+    status: Annotated[str | None, "string", "'ok', 'partial' (damaged but partly read) or 'failed'"]
+    error: Annotated[str | None, "string", "why the file is partial or failed; null when ok"]
+
+
+class FramesRow(TypedDict, total=False):
+    """One row per AMQP frame and protocol header, in stream order per direction."""
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    ts: Ts
+    ts_ns: TsNs
+    ts_last_ns: TsLastNs
+    client: Client
+    server: Server
+    direction: Direction
+    channel: Channel
+    kind: Annotated[str | None, "string", "'protocol-header', 'method', 'header', 'body' or 'heartbeat'"]
+    stream_offset: Annotated[int | None, "bigint",
+                             "offset of the frame's first byte in its direction's TCP stream"]
+    frame_bytes: Annotated[int | None, "bigint", "bytes on the wire, header and frame-end included"]
+    method: Annotated[str | None, "string",
+                      "class.method by spec name ('basic.publish'); null for other kinds"]
+    class_id: Annotated[int | None, "int", "AMQP class id (methods and content headers)"]
+    method_id: Annotated[int | None, "int", "AMQP method id"]
+    exchange: Annotated[str | None, "string",
+                        "argument 'exchange' (also exchange.bind 'destination' is in args_json)"]
+    routing_key: Annotated[str | None, "string", "argument 'routing_key'"]
+    queue: Annotated[str | None, "string", "argument 'queue'"]
+    consumer_tag: Annotated[str | None, "string", "argument 'consumer_tag'"]
+    delivery_tag: Annotated[int | None, "bigint",
+                            "argument 'delivery_tag' (deliver, get-ok, ack, nack, reject)"]
+    multiple: Annotated[bool | None, "boolean", "argument 'multiple' (ack, nack)"]
+    requeue: Annotated[bool | None, "boolean", "argument 'requeue' (reject, nack, recover)"]
+    redelivered: Annotated[bool | None, "boolean", "argument 'redelivered' (deliver, get-ok)"]
+    mandatory: Annotated[bool | None, "boolean", "argument 'mandatory' (publish)"]
+    immediate: Annotated[bool | None, "boolean", "argument 'immediate' (publish)"]
+    no_ack: Annotated[bool | None, "boolean", "argument 'no_ack' (consume, get)"]
+    no_wait: Annotated[bool | None, "boolean", "argument 'no_wait'"]
+    reply_code: Annotated[int | None, "int", "argument 'reply_code' (close, return)"]
+    reply_text: Annotated[str | None, "string", "argument 'reply_text'"]
+    failing_class_id: Annotated[int | None, "int",
+                                "close: class id of the method that caused it (0 when none)"]
+    failing_method_id: Annotated[int | None, "int", "close: method id of the method that caused it"]
+    args_json: Annotated[str | None, "string",
+                         "every argument as JSON (spec names in snake_case; credentials redacted)"]
+    body_size: Annotated[int | None, "bigint", "content header: total body size announced"]
+    properties_json: Annotated[str | None, "string", "content header: the properties present, as JSON"]
+    protocol_version: Annotated[str | None, "string",
+                                "protocol header: '0-9-1', '0-9', '0-8' or null when unknown"]
+    protocol_header: Annotated[str | None, "string",
+                               "protocol header as read ('AMQP 0 0 9 1 (0-9-1)', or its bytes)"]
+    run_id: Run
+
+
+class MessagesRow(TypedDict, total=False):
+    """One row per content-carrying method (publish, deliver, get-ok, return) with its properties and body
+    summary.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    ts: Ts
+    ts_ns: TsNs
+    client: Client
+    server: Server
+    direction: Direction
+    channel: Channel
+    method: Annotated[str | None, "string", "basic.publish, basic.deliver, basic.get-ok or basic.return"]
+    stream_offset: Annotated[int | None, "bigint", "offset of the method frame in its direction's stream"]
+    exchange: Annotated[str | None, "string", "exchange the message was published to"]
+    routing_key: Annotated[str | None, "string", "routing key"]
+    delivery_tag: Annotated[int | None, "bigint", "deliver, get-ok: the delivery tag"]
+    consumer_tag: Annotated[str | None, "string", "deliver: the consumer tag"]
+    redelivered: Annotated[bool | None, "boolean", "deliver, get-ok: the redelivered flag"]
+    mandatory: Annotated[bool | None, "boolean", "publish: the mandatory flag"]
+    reply_code: Annotated[int | None, "int", "return: why the message came back (312 NO_ROUTE...)"]
+    reply_text: Annotated[str | None, "string", "return: the reply text"]
+    content_type: Annotated[str | None, "string", "property content-type"]
+    content_encoding: Annotated[str | None, "string", "property content-encoding"]
+    headers: Annotated[list[tuple[str, str]] | None, "map<string,string>",
+                       "property headers, values rendered as text"]
+    headers_json: Annotated[str | None, "string",
+                            "property headers as JSON, full fidelity (nested tables, arrays)"]
+    delivery_mode: Annotated[int | None, "int", "property delivery-mode: 1 transient, 2 persistent"]
+    priority: Annotated[int | None, "int", "property priority"]
+    correlation_id: Annotated[str | None, "string", "property correlation-id"]
+    reply_to: Annotated[str | None, "string", "property reply-to"]
+    expiration: Annotated[str | None, "string", "property expiration (text, as on the wire)"]
+    message_id: Annotated[str | None, "string", "property message-id"]
+    timestamp: Annotated[int | None, "timestamp", "property timestamp (seconds on the wire)"]
+    type: Annotated[str | None, "string", "property type"]
+    user_id: Annotated[str | None, "string", "property user-id"]
+    app_id: Annotated[str | None, "string", "property app-id"]
+    body_size: Annotated[int | None, "bigint",
+                         "body size announced by the content header; null if the header was lost"]
+    body_received: Annotated[int | None, "bigint", "body bytes seen"]
+    body_frames: Annotated[int | None, "int", "body frames seen"]
+    complete: Annotated[bool | None, "boolean", "header and every body byte seen"]
+    body_sha256: Annotated[str | None, "string", "SHA-256 of the body, hex; null unless complete"]
+    body: Annotated[bytes | None, "binary", "the body, capped; only when bodies.capture is on"]
+    run_id: Run
+
+
+class DecodeIssuesRow(TypedDict, total=False):
+    """Every problem met while decoding: where, what, how many bytes were skipped. Every stream byte is in
+    a frame or in some bytes_skipped.
+    """
+
+    date: Date
+    capture: Capture
+    connection: Connection
+    ts: Ts
+    ts_ns: TsNs
+    client: Client
+    server: Server
+    direction: Direction
+    channel: Channel
+    stream_offset: Annotated[int | None, "bigint", "where in its direction's stream"]
+    issue_kind: Annotated[str | None, "string",
+                          "gap, resync, framing, truncated, malformed-payload, unknown-method, ... "
+                          "(docs/decode.md lists them)"]
+    detail: Annotated[str | None, "string", "what happened, in words"]
+    bytes_skipped: Annotated[int | None, "bigint", "stream bytes not decoded because of it"]
+    run_id: Run
+
+
+class StreamsRow(TypedDict, total=False):
+    """One row per TCP connection seen: how it started and ended, and what its bytes became (AMQP or not)."""
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    status: Annotated[str | None, "string",
+                      "amqp, tls (on a TLS port: not decoded), not-amqp or no-payload"]
+    version: Annotated[str | None, "string",
+                       "protocol version from the client's header (null when not captured)"]
+    client_decided_by: Annotated[str | None, "string",
+                                 "how the client side was told: protocol header, SYN, port, a method's "
+                                 "direction, or a guess"]
+    syn_seen: Annotated[bool | None, "boolean", "the capture saw the connection's SYN (it saw the start)"]
+    first_ts: Annotated[int | None, "timestamp", "first packet of the connection"]
+    last_ts: Annotated[int | None, "timestamp", "last packet of the connection"]
+    end_reason: Annotated[str | None, "string",
+                          "fin, rst, port-reuse (a new SYN on the same 4-tuple) or capture-end"]
+    c2s_stream_bytes: Annotated[int | None, "bigint", "client to server: TCP stream bytes (gaps included)"]
+    c2s_decoded_bytes: Annotated[int | None, "bigint", "client to server: bytes in decoded frames"]
+    c2s_skipped_bytes: Annotated[int | None, "bigint", "client to server: bytes counted in issues"]
+    c2s_frames: Annotated[int | None, "bigint", "client to server: frames (protocol header included)"]
+    c2s_packets: Annotated[int | None, "bigint", "client to server: TCP segments"]
+    s2c_stream_bytes: Annotated[int | None, "bigint", "server to client: TCP stream bytes (gaps included)"]
+    s2c_decoded_bytes: Annotated[int | None, "bigint", "server to client: bytes in decoded frames"]
+    s2c_skipped_bytes: Annotated[int | None, "bigint", "server to client: bytes counted in issues"]
+    s2c_frames: Annotated[int | None, "bigint", "server to client: frames"]
+    s2c_packets: Annotated[int | None, "bigint", "server to client: TCP segments"]
+    run_id: Run
+
+
+class ErrorsRow(TypedDict, total=False):
+    """Every error the protocol signalled: connection.close and channel.close with a reply code other than
+    200 (or 0), every basic.return, every basic.nack from the broker.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    ts: Ts
+    ts_ns: TsNs
+    client: Client
+    server: Server
+    channel: Channel
+    method: Annotated[str | None, "string", "connection.close, channel.close, basic.return or basic.nack"]
+    initiator: Annotated[str | None, "string", "'server' or 'client': who sent it"]
+    scope: Annotated[str | None, "string",
+                     "'connection' (hard: the connection is closed) or 'channel' (soft: the channel is "
+                     "closed); for basic.return and basic.nack the message's channel"]
+    reply_code: Annotated[int | None, "int", "reply code (basic.nack: null)"]
+    reply_name: Annotated[str | None, "string",
+                          "the reply code's name in the spec (NOT_FOUND, PRECONDITION_FAILED...); null for"
+                          " codes the spec lacks"]
+    code_class: Annotated[str | None, "string",
+                          "the spec's class of that code: soft-error or hard-error (a soft code in a "
+                          "connection.close, or the reverse, is a broker's choice worth noticing)"]
+    reply_text: Annotated[str | None, "string", "reply text"]
+    failing_method: Annotated[str | None, "string",
+                              "close: the method that caused it, by spec name; null when none"]
+    delivery_tag: Annotated[int | None, "bigint", "basic.nack: the confirm sequence number nacked"]
+    multiple: Annotated[bool | None, "boolean",
+                        "basic.nack: whether every outstanding tag up to it is nacked"]
+    run_id: Run
+
+
+class DeliveriesRow(TypedDict, total=False):
+    """One row per basic.deliver and basic.get-ok: how and when the consumer settled it (ack latency)."""
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    channel: Channel
+    channel_instance: Annotated[int | None, "int",
+                                "which lifetime of the channel number (1 = first channel.open seen; 0 = "
+                                "opened before the capture began)"]
+    method: Annotated[str | None, "string", "basic.deliver or basic.get-ok"]
+    delivery_tag: Annotated[int | None, "bigint", "the delivery tag"]
+    consumer_tag: Annotated[str | None, "string", "deliver: the consumer it went to"]
+    queue: Annotated[str | None, "string",
+                     "the consumed queue (from basic.consume or basic.get); null if not captured"]
+    exchange: Annotated[str | None, "string", "exchange the message was published to"]
+    routing_key: Annotated[str | None, "string", "routing key"]
+    redelivered: Annotated[bool | None, "boolean", "the redelivered flag"]
+    delivered_at: Annotated[int | None, "timestamp", "time of the deliver / get-ok frame"]
+    delivered_ns: Annotated[int | None, "bigint", "the same, nanoseconds since the epoch"]
+    outcome: Annotated[str | None, "string",
+                       "ack, nack, reject, auto-ack (no_ack consumer or get), unsettled (still outstanding"
+                       " when the capture ended), channel-closed or connection-closed (outstanding when it"
+                       " closed, by a close method or by the TCP connection's FIN or RST: the broker "
+                       "requeues it)"]
+    requeue: Annotated[bool | None, "boolean", "nack / reject: the requeue flag"]
+    settled_at: Annotated[int | None, "timestamp",
+                          "time of the settling ack / nack / reject (or of the close)"]
+    settle_latency_ms: Annotated[float | None, "double", "settled_at - delivered_at, in milliseconds"]
+    settled_by_multiple: Annotated[bool | None, "boolean", "settled by an ack or nack with multiple set"]
+    settled_ns: Annotated[int | None, "bigint", "settled_at in nanoseconds since the epoch"]
+    message_id: Annotated[str | None, "string", "property message-id of the delivered message"]
+    correlation_id: Annotated[str | None, "string", "property correlation-id"]
+    app_id: Annotated[str | None, "string", "property app-id"]
+    body_size: Annotated[int | None, "bigint", "body size"]
+    body_sha256: Annotated[str | None, "string", "SHA-256 of the body; null unless complete"]
+    run_id: Run
+
+
+class PublishesRow(TypedDict, total=False):
+    """One row per basic.publish: whether and when the broker confirmed it (confirm latency), whether it
+    came back (basic.return), and its transaction's outcome.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    channel: Channel
+    channel_instance: Annotated[int | None, "int",
+                                "which lifetime of the channel number (0 = opened before the capture)"]
+    published_at: Annotated[int | None, "timestamp", "time of the basic.publish frame"]
+    published_ns: Annotated[int | None, "bigint", "the same, nanoseconds since the epoch"]
+    exchange: Annotated[str | None, "string", "exchange"]
+    routing_key: Annotated[str | None, "string", "routing key"]
+    mandatory: Annotated[bool | None, "boolean", "the mandatory flag"]
+    message_id: Annotated[str | None, "string", "property message-id"]
+    correlation_id: Annotated[str | None, "string", "property correlation-id"]
+    body_size: Annotated[int | None, "bigint", "body size"]
+    body_sha256: Annotated[str | None, "string", "SHA-256 of the body; null unless complete"]
+    confirm_seq: Annotated[int | None, "bigint",
+                           "confirm sequence number (1, 2, ... after confirm.select on the channel); null "
+                           "when the channel is not in confirm mode (or entered it before the capture)"]
+    confirm_outcome: Annotated[str | None, "string",
+                               "ack, nack or unconfirmed (no confirm seen); null when not in confirm mode"]
+    confirmed_at: Annotated[int | None, "timestamp", "time of the broker's basic.ack / basic.nack"]
+    confirm_latency_ms: Annotated[float | None, "double", "confirmed_at - published_at, in milliseconds"]
+    confirmed_by_multiple: Annotated[bool | None, "boolean",
+                                     "confirmed by an ack or nack with multiple set"]
+    returned: Annotated[bool | None, "boolean", "the broker returned it (basic.return)"]
+    return_code: Annotated[int | None, "int", "basic.return reply code (312 NO_ROUTE...)"]
+    return_text: Annotated[str | None, "string", "basic.return reply text"]
+    tx_outcome: Annotated[str | None, "string",
+                          "on a tx channel: committed, rolled-back or uncommitted; else null"]
+    confirmed_ns: Annotated[int | None, "bigint", "confirmed_at in nanoseconds since the epoch"]
+    app_id: Annotated[str | None, "string", "property app-id"]
+    run_id: Run
+
+
+class RpcCallsRow(TypedDict, total=False):
+    """Every synchronous request paired with its reply on the same channel (queue.declare -> declare-ok,
+    basic.consume -> consume-ok, closes...), in order per channel, so pipelined requests and several
+    channels pair correctly.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    channel: Channel
+    channel_instance: Annotated[int | None, "int",
+                                "which lifetime of the channel number (0 = opened before the capture)"]
+    requester: Annotated[str | None, "string", "'client' or 'server'"]
+    request: Annotated[str | None, "string", "the request, by spec name"]
+    reply: Annotated[str | None, "string",
+                     "the reply that answered it (declare-ok, get-empty...), or the error close"]
+    request_at: Annotated[int | None, "timestamp", "time of the request"]
+    reply_at: Annotated[int | None, "timestamp", "time of the reply"]
+    latency_ms: Annotated[float | None, "double", "reply_at - request_at, in milliseconds"]
+    outcome: Annotated[str | None, "string",
+                       "ok, error (a channel.close or connection.close with an error code answered it) or "
+                       "no-reply (none seen: the capture ended, or the connection closed first)"]
+    error_code: Annotated[int | None, "int", "the reply code of the answering error close"]
+    error_text: Annotated[str | None, "string", "its reply text"]
+    run_id: Run
+
+
+class ConnectionsRow(TypedDict, total=False):
+    """One row per TCP connection: its AMQP handshake, who the peers were, what they agreed, how it ended,
+    and what it carried.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    status: Annotated[str | None, "string", "amqp, tls, not-amqp or no-payload (from streams)"]
+    version: Annotated[str | None, "string", "protocol version from the client's header"]
+    saw_start: Annotated[bool | None, "boolean", "the capture saw the connection's start (its SYN)"]
+    started_at: Annotated[int | None, "timestamp", "first packet (the SYN when seen)"]
+    protocol_header_at: Annotated[int | None, "timestamp", "the client's protocol header"]
+    start_at: Annotated[int | None, "timestamp", "connection.start"]
+    start_ok_at: Annotated[int | None, "timestamp", "connection.start-ok"]
+    tune_at: Annotated[int | None, "timestamp", "connection.tune"]
+    tune_ok_at: Annotated[int | None, "timestamp", "connection.tune-ok"]
+    open_at: Annotated[int | None, "timestamp", "connection.open"]
+    open_ok_at: Annotated[int | None, "timestamp", "connection.open-ok"]
+    handshake_ms: Annotated[float | None, "double",
+                            "protocol header (or start) to open-ok, in milliseconds"]
+    auth_ms: Annotated[float | None, "double", "start to tune (the SASL exchange), in milliseconds"]
+    server_product: Annotated[str | None, "string", "server properties: product"]
+    server_version: Annotated[str | None, "string", "server properties: version"]
+    server_platform: Annotated[str | None, "string", "server properties: platform"]
+    client_product: Annotated[str | None, "string", "client properties: product"]
+    client_version: Annotated[str | None, "string", "client properties: version"]
+    client_platform: Annotated[str | None, "string", "client properties: platform"]
+    connection_name: Annotated[str | None, "string", "client properties: connection_name"]
+    client_capabilities_json: Annotated[str | None, "string", "client properties: capabilities, as JSON"]
+    auth_mechanism: Annotated[str | None, "string", "SASL mechanism chosen (PLAIN, AMQPLAIN, EXTERNAL...)"]
+    auth_user: Annotated[str | None, "string", "the login name (never a password)"]
+    locale: Annotated[str | None, "string", "locale chosen"]
+    channel_max_proposed: Annotated[int | None, "int", "connection.tune channel-max"]
+    frame_max_proposed: Annotated[int | None, "bigint", "connection.tune frame-max"]
+    heartbeat_proposed: Annotated[int | None, "int", "connection.tune heartbeat, seconds"]
+    channel_max: Annotated[int | None, "int", "agreed (tune-ok) channel-max"]
+    frame_max: Annotated[int | None, "bigint", "agreed frame-max"]
+    heartbeat: Annotated[int | None, "int", "agreed heartbeat, seconds (0: none)"]
+    vhost: Annotated[str | None, "string", "virtual host opened"]
+    ended_at: Annotated[int | None, "timestamp", "last packet"]
+    end_reason: Annotated[str | None, "string",
+                          "close (close handshake completed), heartbeat-timeout (no client traffic for "
+                          "twice the heartbeat before the end), fin, rst, port-reuse or capture-end"]
+    close_initiator: Annotated[str | None, "string", "who sent connection.close: client or server"]
+    close_code: Annotated[int | None, "int", "its reply code"]
+    close_text: Annotated[str | None, "string", "its reply text"]
+    close_failing_method: Annotated[str | None, "string", "the method that caused it, by spec name"]
+    c2s_frames: Annotated[int | None, "bigint", "client to server frames"]
+    c2s_bytes: Annotated[int | None, "bigint", "client to server TCP stream bytes"]
+    s2c_frames: Annotated[int | None, "bigint", "server to client frames"]
+    s2c_bytes: Annotated[int | None, "bigint", "server to client TCP stream bytes"]
+    channels_opened: Annotated[int | None, "bigint", "channel.open-ok seen"]
+    messages_published: Annotated[int | None, "bigint", "basic.publish seen"]
+    messages_delivered: Annotated[int | None, "bigint", "basic.deliver and basic.get-ok seen"]
+    run_id: Run
+
+
+class ChannelsRow(TypedDict, total=False):
+    """One row per channel lifetime (a channel number reused after close is a new row): how it was used and
+    how it ended.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    channel: Channel
+    channel_instance: Annotated[int | None, "int",
+                                "which lifetime of the number (0 = opened before the capture began)"]
+    opened_at: Annotated[int | None, "timestamp", "channel.open (null when opened before the capture)"]
+    closed_at: Annotated[int | None, "timestamp", "channel.close; null if still open at the end"]
+    close_initiator: Annotated[str | None, "string", "who sent channel.close: client or server"]
+    close_code: Annotated[int | None, "int", "its reply code"]
+    close_text: Annotated[str | None, "string", "its reply text"]
+    confirm_mode_at: Annotated[int | None, "timestamp", "confirm.select; null if never"]
+    tx_mode_at: Annotated[int | None, "timestamp", "tx.select; null if never"]
+    prefetch_count: Annotated[int | None, "int", "the last basic.qos prefetch-count"]
+    prefetch_size: Annotated[int | None, "bigint", "the last basic.qos prefetch-size"]
+    prefetch_scope: Annotated[str | None, "string",
+                              "per-consumer (global=false) or per-channel (global=true), RabbitMQ's "
+                              "reading"]
+    consumers_json: Annotated[str | None, "string",
+                              "consumers: tag, queue, no_ack, started_at, cancelled_at and by whom (JSON)"]
+    flow_events: Annotated[int | None, "bigint", "channel.flow frames"]
+    publishes: Annotated[int | None, "bigint", "basic.publish frames"]
+    deliveries: Annotated[int | None, "bigint", "basic.deliver and basic.get-ok frames"]
+    acks: Annotated[int | None, "bigint", "client basic.ack frames"]
+    nacks: Annotated[int | None, "bigint", "client basic.nack frames"]
+    rejects: Annotated[int | None, "bigint", "basic.reject frames"]
+    confirms: Annotated[int | None, "bigint", "broker basic.ack and basic.nack frames (publisher confirms)"]
+    run_id: Run
+
+
+class HeartbeatsRow(TypedDict, total=False):
+    """Per connection and direction: the agreed heartbeat, heartbeats seen, and silences (any frame counts
+    as a sign of life).
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    direction: Direction
+    heartbeat_s: Annotated[int | None, "int",
+                           "agreed heartbeat interval in seconds (tune-ok); 0 or null: none"]
+    heartbeats: Annotated[int | None, "bigint", "heartbeat frames sent in this direction"]
+    frames: Annotated[int | None, "bigint", "frames sent in this direction"]
+    longest_silence_s: Annotated[float | None, "double",
+                                 "longest time between two frames of this direction, or from the last one "
+                                 "to the connection's end"]
+    long_silences: Annotated[int | None, "bigint", "silences longer than twice the agreed interval"]
+    final_silence_s: Annotated[float | None, "double",
+                               "from this direction's last frame to the connection's last packet"]
+    ended_after_silence: Annotated[bool | None, "boolean",
+                                   "the connection ended after a final silence longer than twice the "
+                                   "interval (a heartbeat timeout)"]
+    run_id: Run
+
+
+class FlowControlRow(TypedDict, total=False):
+    """Intervals of flow control: channel.flow active=false ... active=true, and RabbitMQ's
+    connection.blocked ... unblocked.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    channel: Channel
+    mechanism: Annotated[str | None, "string", "channel.flow or connection.blocked"]
+    initiator: Annotated[str | None, "string", "who stopped the flow: client or server"]
+    reason: Annotated[str | None, "string", "connection.blocked: the broker's reason"]
+    started_at: Annotated[int | None, "timestamp", "flow stopped (active=false, or blocked)"]
+    ended_at: Annotated[int | None, "timestamp",
+                        "flow resumed (active=true, or unblocked); null if never in the capture"]
+    duration_ms: Annotated[float | None, "double", "ended_at - started_at, in milliseconds"]
+    run_id: Run
+
+
+class MessageFlowsRow(TypedDict, total=False):
+    """Publisher to consumer across connections: one row per (publish, delivery) pair, fan-out and
+    redeliveries included; a publish never delivered in the capture, or a delivery whose publish is
+    outside it, keeps the other side empty.
+    """
+
+    date: Date
+    capture: Capture
+    match: Annotated[str | None, "string",
+                     "how the pair was matched: message_id, or body (SHA-256 with exchange and routing "
+                     "key), in time order per consumer; null for a side left alone"]
+    message_id: Annotated[str | None, "string", "property message-id"]
+    body_sha256: Annotated[str | None, "string", "SHA-256 of the body"]
+    exchange: Annotated[str | None, "string", "exchange published to"]
+    routing_key: Annotated[str | None, "string", "routing key"]
+    publisher_connection: Annotated[str | None, "string", "connection of the basic.publish"]
+    publisher_channel: Annotated[int | None, "int", "its channel"]
+    published_at: Annotated[int | None, "timestamp", "time of the publish"]
+    consumer_connection: Annotated[str | None, "string", "connection of the basic.deliver / get-ok"]
+    consumer_channel: Annotated[int | None, "int", "its channel"]
+    consumer_tag: Annotated[str | None, "string", "consumer tag (deliver)"]
+    queue: Annotated[str | None, "string", "queue consumed from (when its consume or get was captured)"]
+    delivery_tag: Annotated[int | None, "bigint", "delivery tag"]
+    redelivered: Annotated[bool | None, "boolean", "the delivery's redelivered flag"]
+    delivered_at: Annotated[int | None, "timestamp", "time of the deliver / get-ok"]
+    settled_at: Annotated[int | None, "timestamp", "when the consumer settled it (deliveries.settled_at)"]
+    outcome: Annotated[str | None, "string", "the delivery's outcome (deliveries.outcome)"]
+    publish_to_deliver_ms: Annotated[float | None, "double", "delivered_at - published_at, in milliseconds"]
+    deliver_to_settle_ms: Annotated[float | None, "double", "settled_at - delivered_at, in milliseconds"]
+    end_to_end_ms: Annotated[float | None, "double", "settled_at - published_at, in milliseconds"]
+    run_id: Run
+
+
+CAPTURES = Table.of("captures", CapturesRow, replace_key="path")
+FRAMES = Table.of("frames", FramesRow)
+MESSAGES = Table.of("messages", MessagesRow)
+DECODE_ISSUES = Table.of("decode_issues", DecodeIssuesRow)
+STREAMS = Table.of("streams", StreamsRow)
+ERRORS = Table.of("errors", ErrorsRow)
+DELIVERIES = Table.of("deliveries", DeliveriesRow)
+PUBLISHES = Table.of("publishes", PublishesRow)
+RPC_CALLS = Table.of("rpc_calls", RpcCallsRow)
+CONNECTIONS = Table.of("connections", ConnectionsRow)
+CHANNELS = Table.of("channels", ChannelsRow)
+HEARTBEATS = Table.of("heartbeats", HeartbeatsRow)
+FLOW_CONTROL = Table.of("flow_control", FlowControlRow)
+MESSAGE_FLOWS = Table.of("message_flows", MessageFlowsRow)
+
+# The registry: every table of the lake, in the order the docs list them.
+RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
+# Written by the decode task's state machines, one connection at a time.
+CONNECTION_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
+# Across connections: built after decoding from the per-message rows of publishes and deliveries.
+ANALYTICS_TABLES = CONNECTION_TABLES + (MESSAGE_FLOWS,)
+TABLES = {t.name: t for t in RAW_TABLES + ANALYTICS_TABLES}
+
+
+def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:
+    lines = ["# Tables", "",
+             "Generated from `amqp_decode/tables.py` (`python -m amqp_decode.tables > docs/tables.md`); "
+             "do not edit by hand. All tables are Delta, partitioned by `date` (UTC date of the "
+             "traffic).", ""]
+    for table in tables:
+        lines += [f"## `{table.name}`", "", table.description, "", "| column | type | meaning |",
+                  "|---|---|---|"]
+        lines += [f"| `{c.name}` | `{c.type}` | {c.comment} |" for c in table.columns]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
