@@ -1,6 +1,6 @@
 """Capture files in, AMQP frame records out: the library path the CLI and the Spark tasks share.
 
-    decoder = CaptureDecoder(DecodeSettings())
+    decoder = CaptureDecoder(Settings())
     for record in decoder.decode(["a.pcap", "b.pcapng"]):
         ...
     decoder.stats   # per-file info, packets, connections, frames, issues
@@ -24,19 +24,11 @@ from amqp_decode.capture import CaptureError, CaptureInfo, read_records
 from amqp_decode.codec import Codec
 from amqp_decode.packets import PacketParser, format_endpoint
 from amqp_decode.spec import BUNDLED, load_spec
-from amqp_decode.stream import CONNECTION_END, AmqpConnection, StreamSettings
+from amqp_decode.settings import Settings
+from amqp_decode.stream import CONNECTION_END, AmqpConnection, StreamOptions
 from amqp_decode.tcp import TcpConnection, TcpTracker
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".pcap.gz", ".pcapng.gz", ".cap.gz")
-
-
-@dataclass(frozen=True)
-class DecodeSettings:
-    stream: StreamSettings = StreamSettings()
-    specs: tuple[tuple[str, str], ...] = ()  # (version, spec file) to use instead of the bundled ones
-    dialect: str = "rabbitmq"  # field-table dialect
-    reassembly_window: int = 4 << 20  # out-of-order bytes held per direction before declaring a gap
-    close_grace_seconds: float = 10.0  # a closed connection is finalised this long after its close
 
 
 @dataclass
@@ -91,19 +83,20 @@ class SegmentDecoder:
     after packet parsing, shared by CaptureDecoder and the Spark job (which feeds it segments
     grouped by connection)."""
 
-    def __init__(self, settings: DecodeSettings, capture_names: list[str],
+    def __init__(self, settings: Settings, capture_names: list[str],
                  on_connection_end=None) -> None:
         self.settings = settings
-        self.codecs = codecs_for(settings.specs, settings.dialect)
+        self.options = StreamOptions(settings)
+        self.codecs = codecs_for(tuple(sorted(settings.decode.specs.items())), settings.decode.field_table_dialect)
         self.capture_names = capture_names
         self.on_connection_end = on_connection_end
         self.out: list[dict] = []
-        self.tracker = TcpTracker(self._new_connection, settings.reassembly_window,
-                                  int(settings.close_grace_seconds * 1e9))
+        self.tracker = TcpTracker(self._new_connection, settings.reassembly.window_bytes,
+                                  int(settings.reassembly.close_grace_seconds * 1e9))
 
     def _new_connection(self, tcp: TcpConnection) -> AmqpConnection:
         a, b = format_endpoint(*tcp.a), format_endpoint(*tcp.b)
-        return AmqpConnection(tcp, connection_id(a, b, tcp.first_ts_ns), self.codecs, self.settings.stream,
+        return AmqpConnection(tcp, connection_id(a, b, tcp.first_ts_ns), self.codecs, self.options,
                               self.out, self.capture_names, on_end=self.on_connection_end)
 
     def feed(self, segment, capture_index: int) -> list[dict]:
@@ -122,11 +115,11 @@ class SegmentDecoder:
 
 
 class CaptureDecoder:
-    def __init__(self, settings: DecodeSettings = DecodeSettings(),
+    def __init__(self, settings: Settings | None = None,
                  collect_connections: bool = False) -> None:
         """`collect_connections` keeps one summary per AMQP connection in stats (byte accounting,
         end reason...); off by default so memory does not grow with the number of connections."""
-        self.settings = settings
+        self.settings = settings if settings is not None else Settings()
         self.collect_connections = collect_connections
         self.stats = DecodeStats()
         self._kinds: dict[str, int] = {}  # records by kind (a plain dict is cheaper per record)

@@ -29,24 +29,13 @@ from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
 from amqp_decode.errors import DecodeError, TruncatedFrame
 from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, parse_protocol_header)
 from amqp_decode.packets import format_endpoint
+from amqp_decode.settings import Settings
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 
 STREAM_BODY_MIN = 64 * 1024
 # The record that closes a connection's records: {"kind": CONNECTION_END, "connection", "summary"}.
 CONNECTION_END = "connection-end"
 _FRAME_HEADER = struct.Struct(">BHI").unpack_from
-
-
-@dataclass(frozen=True)
-class StreamSettings:
-    amqp_ports: frozenset[int] = frozenset({5672})
-    tls_ports: frozenset[int] = frozenset({5671})
-    default_version: str = "0-9-1"  # for connections whose protocol header was not captured
-    max_frame: int = 16 << 20  # larger frames are treated as corrupt
-    resync_max_frame: int = 1 << 20  # largest frame a resynchronisation candidate may claim
-    capture_bodies: bool = False
-    body_cap: int = 4096  # bytes of each body kept when capture_bodies is on
-    pending_records: int = 10_000  # records held while the client side is still unknown
 
 
 class FrameReader:
@@ -432,7 +421,7 @@ class _Content:
 class AmqpConnection:
     """The StreamSink for one TCP connection; appends finished records to `out`."""
 
-    def __init__(self, tcp, connection_id: str, codecs: dict[str, Codec], settings: StreamSettings,
+    def __init__(self, tcp, connection_id: str, codecs: dict[str, Codec], settings: "StreamOptions",
                  out: list, capture_names: list[str], on_end=None) -> None:
         self.tcp = tcp
         self.on_end = on_end
@@ -782,3 +771,23 @@ def _frame_start_pattern(codec: Codec, limit: int) -> re.Pattern:
 
 
 FRAME_START_BYTES = 5  # what _frame_start_pattern looks at, at most
+
+
+
+class StreamOptions:
+    """What the stream decoder reads of the settings, flattened once per decoder (some are read on
+    hot paths)."""
+
+    __slots__ = ("amqp_ports", "tls_ports", "default_version", "max_frame", "resync_max_frame",
+                 "capture_bodies", "body_cap", "pending_records")
+
+    def __init__(self, settings: Settings) -> None:
+        decode, bodies = settings.decode, settings.bodies
+        self.amqp_ports = frozenset(decode.amqp_ports)
+        self.tls_ports = frozenset(decode.tls_ports)
+        self.default_version = decode.default_version
+        self.max_frame = decode.max_frame_bytes
+        self.resync_max_frame = decode.resync_max_frame_bytes
+        self.capture_bodies = bodies.capture
+        self.body_cap = bodies.cap_bytes
+        self.pending_records = decode.pending_records

@@ -103,6 +103,9 @@ class CapturesRow(TypedDict, total=False):
     captured_bytes: Annotated[int | None, "bigint", "bytes of all packet records"]
     first_ts: Annotated[int | None, "timestamp", "time of the first packet"]
     last_ts: Annotated[int | None, "timestamp", "time of the last packet"]
+    fingerprint: Annotated[str | None, "string",
+                           "SHA-256 of the file's size and first and last MiB: the same bytes under another "
+                           "name replace this row (and the rows it produced) instead of adding to them"]
     status: Annotated[str | None, "string", "'ok', 'partial' (damaged but partly read) or 'failed'"]
     error: Annotated[str | None, "string", "why the file is partial or failed; null when ok"]
 
@@ -155,6 +158,9 @@ class FramesRow(TypedDict, total=False):
                                 "protocol header: '0-9-1', '0-9', '0-8' or null when unknown"]
     protocol_header: Annotated[str | None, "string",
                                "protocol header as read ('AMQP 0 0 9 1 (0-9-1)', or its bytes)"]
+    connection_seq: Annotated[int | None, "bigint",
+                              "position of the frame in its connection's decoding order (0, 1, 2...): the order "
+                              "the analytics consumed it in, and what `amqpcap analyze` replays"]
     run_id: Run
 
 

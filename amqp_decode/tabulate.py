@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from amqp_decode.analytics import Analytics, AnalyticsSettings
 from amqp_decode.analytics.common import Emit
+from amqp_decode.analytics.naming import naming
 from amqp_decode.rows import RawRows
 from amqp_decode.stream import CONNECTION_END
 from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS
@@ -24,6 +25,20 @@ class Tabulator:
         self.emit = emit
         self.rows = RawRows(run_id)
         self.analytics = Analytics(emit, analytics, **({"naming": naming} if naming else {}))
+        self.seq: dict[str, int] = {}  # connection -> frames so far
+
+    @classmethod
+    def for_settings(cls, emit: Emit, settings, run_id: str | None = None) -> "Tabulator":
+        """Analytics settings and protocol names from the job's settings (custom specs included)."""
+        from amqp_decode.decoder import codecs_for
+        decode = settings.decode
+        codecs = codecs_for(tuple(sorted(decode.specs.items())), decode.field_table_dialect)
+        default = codecs[decode.default_version]
+
+        def namer(version):
+            return naming(codecs.get(version, default).spec)
+        analytics = AnalyticsSettings(settings.analytics.return_window, settings.analytics.return_wait_seconds)
+        return cls(emit, run_id, analytics, namer)
 
     def record(self, record: dict) -> None:
         kind = record["kind"]
@@ -32,10 +47,14 @@ class Tabulator:
             self.emit(DECODE_ISSUES, rows.issue_row(record))
         elif kind == CONNECTION_END:
             stream = rows.stream_row(record["summary"])
+            self.seq.pop(stream["connection"], None)
             self.emit(STREAMS, stream)
             self.analytics.end(stream)
         else:
             frame = rows.frame_row(record)
+            connection = frame["connection"]
+            frame["connection_seq"] = seq = self.seq.get(connection, 0)
+            self.seq[connection] = seq + 1
             self.emit(FRAMES, frame)
             message = None
             if "message" in record:

@@ -1,30 +1,49 @@
-"""Finding capture files on any filesystem pyarrow can open, and opening them on executors.
+"""Finding capture files on any filesystem pyarrow can open, naming them canonically, and opening
+them on executors.
 
 Inputs are files, directories (searched recursively) and globs, as local paths or URIs
-(`file://`, `s3://`, `hdfs://`, `gs://`...). The driver only lists them (names and sizes);
-executors open and stream each file themselves.
+(`file://`, `s3://`, `hdfs://`, `gs://`...). Every file is named by its absolute URI
+(`file:///captures/a.pcap` however the path was spelled), so a rerun replaces its rows whatever the
+spelling; its content fingerprint (`fingerprint`) recognises the same bytes under another name.
+The driver only lists files (names and sizes); executors open and read them.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import glob
+import hashlib
 import os
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 import pyarrow.fs as pafs
 
 from amqp_decode.decoder import CAPTURE_SUFFIXES
 
+FINGERPRINT_SPAN = 1 << 20  # bytes hashed at each end of a file
+
 
 @dataclass(frozen=True)
 class InputFile:
-    uri: str  # as the user wrote it for local files, else scheme://...
-    size: int
+    uri: str  # canonical: file:///absolute/path for local files, else scheme://...
+    size: int  # -1 when the file does not exist
 
 
-def _is_uri(item: str) -> bool:
-    return "://" in item
+def canonical_uri(item: str) -> str:
+    if "://" in item:
+        scheme, rest = item.split("://", 1)
+        if scheme != "file":
+            return item
+        item = unquote(rest)
+    return "file://" + quote(os.path.abspath(os.path.expanduser(item)))
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a file:// URI (or of a plain path), None for other schemes."""
+    if uri.startswith("file://"):
+        return unquote(uri[len("file://"):])
+    return None if "://" in uri else uri
 
 
 def list_inputs(inputs: list[str]) -> list[InputFile]:
@@ -33,19 +52,21 @@ def list_inputs(inputs: list[str]) -> list[InputFile]:
     matches nothing is kept, so the job can report it as failed."""
     found: dict[str, InputFile] = {}
     for item in inputs:
-        for entry in (_list_uri(item) if _is_uri(item) else _list_local(item)):
+        local = local_path(item)
+        for entry in (_list_local(local) if local is not None else _list_uri(item)):
             found.setdefault(entry.uri, entry)
     return sorted(found.values(), key=lambda f: f.uri)
 
 
 def _list_local(item: str) -> list[InputFile]:
+    def entry(path: str) -> InputFile:
+        return InputFile(canonical_uri(path), os.path.getsize(path) if os.path.isfile(path) else -1)
     if os.path.isdir(item):
-        return [InputFile(os.path.join(root, name), os.path.getsize(os.path.join(root, name)))
-                for root, _, names in os.walk(item) for name in names if name.endswith(CAPTURE_SUFFIXES)]
+        return [entry(os.path.join(root, name)) for root, _, names in os.walk(item) for name in names
+                if name.endswith(CAPTURE_SUFFIXES)]
     if any(c in item for c in "*?[") and not os.path.exists(item):
-        return [InputFile(p, os.path.getsize(p)) for p in glob.glob(item, recursive=True)
-                if os.path.isfile(p)]
-    return [InputFile(item, os.path.getsize(item) if os.path.isfile(item) else -1)]
+        return [entry(p) for p in glob.glob(item, recursive=True) if os.path.isfile(p)]
+    return [entry(item)]
 
 
 def _list_uri(item: str) -> list[InputFile]:
@@ -58,12 +79,11 @@ def _list_uri(item: str) -> list[InputFile]:
         return [InputFile(item, info.size)]
     if info.type == pafs.FileType.NotFound:
         return [InputFile(item, -1)]
-    entries = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
     files = []
-    for entry in entries:
+    for entry in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
         if entry.type != pafs.FileType.File:
             continue
-        uri = f"{scheme}://{entry.path}" if scheme != "file" else f"file://{entry.path}"
+        uri = f"{scheme}://{entry.path}"
         if pattern and not fnmatch.fnmatch(uri, item):
             continue
         if not pattern and not entry.path.endswith(CAPTURE_SUFFIXES):
@@ -74,7 +94,25 @@ def _list_uri(item: str) -> list[InputFile]:
 
 def open_input(uri: str):
     """A seekable binary file for a local path or a URI (executor side)."""
-    if not _is_uri(uri):
-        return open(uri, "rb")
+    local = local_path(uri)
+    if local is not None:
+        return open(local, "rb")
     filesystem, path = pafs.FileSystem.from_uri(uri)
     return filesystem.open_input_file(path)
+
+
+def fingerprint(uri: str, size: int) -> str | None:
+    """SHA-256 of the file's size and its first and last MiB: the same bytes under another name
+    are recognised (a renamed or copied capture), at the cost of reading 2 MiB."""
+    if size < 0:
+        return None
+    digest = hashlib.sha256(str(size).encode())
+    try:
+        with open_input(uri) as f:
+            digest.update(f.read(FINGERPRINT_SPAN))
+            if size > FINGERPRINT_SPAN:
+                f.seek(max(FINGERPRINT_SPAN, size - FINGERPRINT_SPAN))
+                digest.update(f.read(FINGERPRINT_SPAN))
+    except OSError:
+        return None
+    return digest.hexdigest()

@@ -45,8 +45,11 @@ def _plain(key, value, root):
         return value.hex()
     if isinstance(value, list) and value and isinstance(value[0], tuple):
         return sorted([list(pair) for pair in value])
-    if isinstance(value, str) and key in ("capture", "path") and (value.startswith(root) or not value.startswith("/")):
-        return os.path.relpath(os.path.abspath(value), root)
+    if isinstance(value, str) and key in ("capture", "path"):
+        from urllib.parse import unquote
+        path = unquote(value.removeprefix("file://"))
+        if path.startswith(root) or not path.startswith("/"):
+            return os.path.relpath(os.path.abspath(path), root)
     return value
 
 

@@ -25,7 +25,7 @@ PUBLISH_COLUMNS = ("date", "capture", "connection", "channel", "published_ns", "
                    "exchange", "routing_key")
 DELIVERY_COLUMNS = ("date", "capture", "connection", "channel", "consumer_tag", "delivery_tag", "redelivered",
                     "delivered_ns", "message_id", "body_sha256", "exchange", "routing_key", "queue",
-                    "settled_at", "outcome")
+                    "settled_ns", "outcome")
 
 
 def flow_key(side: dict) -> str:
@@ -81,8 +81,7 @@ def flows(sides: Iterable[dict]) -> Iterator[dict]:
 def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
     p, d = publish or {}, delivery or {}
     published_ns, delivered_ns = p.get("published_ns"), d.get("delivered_ns")
-    settled_at = d.get("settled_at")
-    settled_ns = settled_at * 1000 if settled_at is not None else None
+    settled_ns = d.get("settled_ns")
 
     def ms(later, earlier):
         return (later - earlier) / 1e6 if later is not None and earlier is not None else None
@@ -98,6 +97,6 @@ def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
             "published_at": micros(published_ns), "consumer_connection": d.get("connection"),
             "consumer_channel": d.get("channel"), "consumer_tag": d.get("consumer_tag"), "queue": d.get("queue"),
             "delivery_tag": d.get("delivery_tag"), "redelivered": d.get("redelivered"),
-            "delivered_at": micros(delivered_ns), "settled_at": settled_at, "outcome": d.get("outcome"),
+            "delivered_at": micros(delivered_ns), "settled_at": micros(settled_ns), "outcome": d.get("outcome"),
             "publish_to_deliver_ms": ms(delivered_ns, published_ns), "deliver_to_settle_ms": ms(settled_ns, delivered_ns),
             "end_to_end_ms": ms(settled_ns, published_ns)}

@@ -1,108 +1,70 @@
-"""Rebuild the analytics tables from the raw ones.
+"""Rebuild the analytics tables from the raw ones: every connection's frames (with their messages)
+replayed in decoding order (`frames.connection_seq`), then its `streams` row, through the same
+state machines the nightly job runs (amqp_decode.analytics), one grouped pass; message_flows from
+the rebuilt publishes and deliveries.
 
     amqpcap analyze --lake DIR [--config FILE] [--master URL]
-
-The nightly job calls `analyze` for the captures it just decoded; this command rebuilds every
-analytics table from the whole raw layer (after a fix to a transform, for instance).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-import uuid
-from concurrent.futures import ThreadPoolExecutor
+import functools
+from typing import Iterator
 
-from pipelines.config import ConfigError, load_config
+import pyarrow as pa
 
-CONCURRENT_TABLES = 4  # analytics tables written at the same time
+from amqp_decode.settings import Settings
+from amqp_decode.tables import ANALYTICS_TABLES, FRAMES, MESSAGES, STREAMS
+from pipelines.tablefiles import FILES_DDL, TableFiles, files_batch
+
+LAST = 2**62  # streams rows sort after every frame of their connection
 
 
-def analyze(spark, lake: str, run_id: str, captures: set[str] | None = None) -> dict[str, int]:
-    """Write every analytics table for `captures` (None: all of them). Returns table versions."""
-    from pyspark import StorageLevel
+def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]:
+    """Rewrite every analytics table from the whole raw layer; the versions written."""
     from pyspark.sql import functions as F
 
-    from pipelines import lake as delta
-    from pipelines.analytics import reference
-    from pipelines.analytics.channels import channels
-    from pipelines.analytics.connections import connections
-    from pipelines.analytics.deliveries import deliveries
-    from pipelines.analytics.errors import errors
-    from pipelines.analytics.liveness import flow_control, heartbeats
-    from pipelines.analytics.message_flows import message_flows
-    from pipelines.analytics.publishes import publishes
-    from pipelines.analytics.rpc_calls import rpc_calls
-    from pipelines.schemas import (ANALYTICS_TABLES, CHANNELS, CONNECTIONS, DELIVERIES, ERRORS,
-                                   FLOW_CONTROL, HEARTBEATS, MESSAGE_FLOWS, PUBLISHES, RPC_CALLS)
+    from pipelines.jobs.nightly import flows_stage
+    from pipelines.lake import read_table
+    from pipelines.sinks import DeltaRsSink, absolute
 
-    frames = delta.read_table(spark, lake, "frames")
-    messages = delta.read_table(spark, lake, "messages")
-    streams = delta.read_table(spark, lake, "streams")
-    if captures is not None:
-        frames = frames.where(F.col("capture").isin(*sorted(captures)))
-        messages = messages.where(F.col("capture").isin(*sorted(captures)))
-        streams = streams.where(F.col("capture").isin(*sorted(captures)))
-    # every table reads these: read the raw layer once (and deliveries feeds message_flows too)
-    frames, messages, streams = (frame.persist(StorageLevel.MEMORY_AND_DISK)
-                                 for frame in (frames, messages, streams))
-    settled = deliveries(frames, streams).persist(StorageLevel.MEMORY_AND_DISK)
-    builders = {
-        ERRORS: lambda: errors(frames, reference.reply_codes(spark), reference.method_names(spark)),
-        DELIVERIES: lambda: settled, PUBLISHES: lambda: publishes(frames, messages),
-        RPC_CALLS: lambda: rpc_calls(frames),
-        CONNECTIONS: lambda: connections(streams, frames, reference.method_names(spark)),
-        CHANNELS: lambda: channels(frames), HEARTBEATS: lambda: heartbeats(frames, streams),
-        FLOW_CONTROL: lambda: flow_control(frames),
-        MESSAGE_FLOWS: lambda: message_flows(messages, settled)}
-    versions: dict[str, int] = {}
-
-    def write(*tables) -> None:  # in order: message_flows reads the deliveries just written
-        for table in tables:
-            started = time.monotonic()
-            frame = builders[table]().withColumn("run_id", F.lit(run_id))
-            files = [row.asDict() for row in delta.write_dataframe(frame, table, lake, run_id).collect()]
-            versions[table.name] = delta.commit(lake, table, files, captures, run_id)
-            print(f"amqpcap: {table.name}: {sum(f['rows'] for f in files)} rows, "
-                  f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-
-    chains = [(DELIVERIES, MESSAGE_FLOWS), (RPC_CALLS,), (CONNECTIONS,), (PUBLISHES,), (ERRORS,),
-              (CHANNELS,), (HEARTBEATS,), (FLOW_CONTROL,)]
-    try:
-        # Several tables at once: each is small next to its fixed cost (job scheduling, a commit),
-        # which concurrent Spark jobs overlap; tables are independent but for the chain above.
-        with ThreadPoolExecutor(max_workers=CONCURRENT_TABLES) as pool:
-            failures = [f.exception() for f in [pool.submit(write, *chain) for chain in chains]]
-    finally:
-        for frame in (frames, messages, streams, settled):
-            frame.unpersist()
-    failure = next((f for f in failures if f is not None), None)
-    if failure is not None:
-        raise failure
-    return {table.name: versions[table.name] for table in ANALYTICS_TABLES}
+    frames = _micros(read_table(spark, lake, FRAMES), FRAMES)
+    messages = _micros(read_table(spark, lake, MESSAGES), MESSAGES)
+    streams = _micros(read_table(spark, lake, STREAMS), STREAMS)
+    keys = ["connection", "direction", "stream_offset"]
+    message = F.struct(*[F.col(c) for c in messages.columns]).alias("m")
+    joined = frames.join(messages.select(*keys, message), keys, "left")
+    replay = (joined.select("connection", F.col("connection_seq").alias("seq"),
+                            F.struct(*[F.col(c) for c in frames.columns]).alias("f"), "m")
+              .unionByName(streams.select("connection", F.lit(LAST).cast("bigint").alias("seq"),
+                                          F.struct(*[F.col(c) for c in streams.columns]).alias("s")),
+                           allowMissingColumns=True))
+    ordered = replay.repartition("connection").sortWithinPartitions("connection", "seq")
+    root = absolute(lake)
+    task = functools.partial(replay_task, settings_json=settings.to_json(), run_id=run_id, root=root)
+    written = [r.asDict() for r in ordered.mapInArrow(task, FILES_DDL).collect()]
+    written += flows_stage(spark, written, settings, root, run_id)
+    return DeltaRsSink(lake).commit(written, None, run_id, ANALYTICS_TABLES)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="amqpcap analyze", description=__doc__.splitlines()[0])
-    parser.add_argument("--lake", help="lake location (default: lake.path of the config)")
-    parser.add_argument("--config", help="a TOML file overriding conf/default.toml's settings")
-    parser.add_argument("--master", help="Spark master (default: spark.master of the config)")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config)
-    except ConfigError as error:
-        print(f"amqpcap: {error}", file=sys.stderr)
-        return 2
-    from pipelines.session import build_session
-    spark = build_session(config, args.master)
-    try:
-        versions = analyze(spark, args.lake or config.lake.path, f"analyze-{uuid.uuid4()}")
-    finally:
-        spark.stop()
-    print("amqpcap analyze: " + ", ".join(f"{name} v{version}" for name, version in versions.items()))
-    return 0
+def _micros(frame, table):
+    from pyspark.sql import functions as F
+    return frame.select(*[F.unix_micros(c.name).alias(c.name) if c.type == "timestamp" else F.col(c.name)
+                          for c in table.columns])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: str, root: str):
+    from amqp_decode.analytics import Analytics, AnalyticsSettings
+    from amqp_decode.tabulate import Tabulator
+    settings = Settings.from_json(settings_json)
+    writer = TableFiles(root, run_id, tag="analyze-", batch_rows=settings.spark.arrow_batch_rows)
+    analytics = Tabulator.for_settings(writer.add, settings, run_id).analytics
+    for batch in batches:
+        for row in batch.to_pylist():
+            if row.get("s") is not None:
+                analytics.end(row["s"])
+            else:
+                analytics.frame(row["f"], row.get("m"))
+    files = writer.close()
+    if files:
+        yield files_batch(files)

@@ -1,169 +1,260 @@
-"""The nightly job: capture files in, the raw Delta tables out.
+"""The nightly job: capture files in, every table of the lake out, in one pass per connection.
 
-Local (embedded Spark, delta-rs):
+    extract:            list the inputs; plan read units (big files in byte ranges)
+    decode + analyse:   stage 1 reads units and stages TCP segments per connection bucket;
+                        stage 2 decodes each bucket and writes every per-connection table, raw and
+                        analytics, from the same records; stage 3 pairs the run's publishes and
+                        deliveries into message_flows
+    load:               the sink commits every table (captures a rerun replaces, never duplicates)
 
-    amqpcap run --input /captures/2026-11-21 --lake /data/lake [--config conf/local.toml]
+Run it with `amqpcap run --input PATH... --lake DIR` (embedded Spark), or through spark-submit on a
+cluster whose nodes have the wheel installed (see the README), with the same arguments:
 
-The same job through spark-submit. Executors need the project and its dependencies in the Python
-they run: install the wheel on every node (`pip wheel --no-deps -w dist .` then
-`pip install dist/amqpcap-0.1.0-py3-none-any.whl` there; it carries spec/ as package data), and
-point Spark at that interpreter:
-
-    PYSPARK_PYTHON=/opt/amqpcap/bin/python PYSPARK_DRIVER_PYTHON=/opt/amqpcap/bin/python \
-    spark-submit --master yarn --conf spark.pyspark.python=/opt/amqpcap/bin/python \
-        pipelines/jobs/nightly.py --input s3://captures/2026-11-21/ --lake s3://analytics/lake \
-        --config conf/cluster.toml
-
-(On this machine, `.venv/bin/spark-submit --master 'local[2]' pipelines/jobs/nightly.py ...` with
-PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON set to `.venv/bin/python` runs it the same way.)
-spark-submit's --master wins over the config's spark.master.
+    spark-submit --master yarn --conf spark.pyspark.python=/opt/amqpcap/bin/python \\
+        "$(/opt/amqpcap/bin/python -c 'import pipelines.jobs.nightly as j; print(j.__file__)')" \\
+        --input s3://captures/2026-11-21/ --lake s3://analytics/lake --config cluster.toml
 """
 
 from __future__ import annotations
 
-import argparse
+import functools
+import json
+import logging
 import sys
-import threading
+import tempfile
 import time
-import uuid
 from collections import Counter
+from dataclasses import astuple, dataclass, field
 
-from pipelines.config import ConfigError, load_config
-from pipelines.inputs import list_inputs
-from pipelines.lake import EngineError
-from pipelines.schemas import RAW_TABLES
+from amqp_decode.settings import Settings
+from amqp_decode.tables import ANALYTICS_TABLES, CAPTURES, DELIVERIES, PUBLISHES, RAW_TABLES
+from pipelines.inputs import InputFile
+from pipelines.plan import plan_units
 
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="amqpcap run", description="Decode capture files into the Delta lake.")
-    p.add_argument("--input", nargs="+", required=True, metavar="PATH",
-                   help="capture files, directories or globs; local paths or URIs (s3://, hdfs://...)")
-    p.add_argument("--lake", help="lake location (default: lake.path of the config)")
-    p.add_argument("--config", help="a TOML file overriding conf/default.toml's settings")
-    p.add_argument("--master", help="Spark master (default: spark.master of the config, local[*])")
-    p.add_argument("--run-id", help="an id for this run (default: a new UUID)")
-    return p
+log = logging.getLogger("amqpcap")
+TABLES = RAW_TABLES + ANALYTICS_TABLES
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+@dataclass
+class RunSummary:
+    run_id: str
+    started: float  # process start (time.time())
+    files: int = 0
+    status: Counter = field(default_factory=Counter)  # ok / partial / failed -> files
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (status, path, reason)
+    same_bytes: list[tuple[str, str]] = field(default_factory=list)  # (path now, path before)
+    rows: Counter = field(default_factory=Counter)  # table -> rows written
+    versions: dict[str, int] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+    engine: str = ""
+
+    @property
+    def failed(self) -> list[str]:
+        return [f"{path}: {reason}" for status, path, reason in self.problems if status == "failed"]
+
+    @property
+    def partial(self) -> list[str]:
+        return [f"{path}: {reason}" for status, path, reason in self.problems if status == "partial"]
+
+    def text(self) -> str:
+        wall = time.time() - self.started
+        lines = [f"amqpcap run {self.run_id} finished in {wall:.1f} s",
+                 f"  captures: {self.status.get('ok', 0)} ok, {self.status.get('partial', 0)} partial, "
+                 f"{self.status.get('failed', 0)} failed"]
+        lines += [f"    {status}: {path}: {reason}" for status, path, reason in self.problems]
+        lines += [f"    same bytes as before: {now} replaces {before}" for now, before in self.same_bytes]
+        lines.append(f"  rows: {self.rows['frames']} frames, {self.rows['messages']} messages, "
+                     f"{self.rows['decode_issues']} issues, {self.rows['deliveries']} deliveries, "
+                     f"{self.rows['publishes']} publishes")
+        lines.append("  time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases.items()))
+        lines.append(f"  tables ({self.engine}): " + ", ".join(f"{n} v{v}" for n, v in self.versions.items()))
+        return "\n".join(lines)
+
+    def as_json(self) -> dict:
+        return {"run_id": self.run_id, "wall_seconds": round(time.time() - self.started, 3), "files": self.files,
+                "status": dict(self.status), "failed": self.failed, "partial": self.partial,
+                "same_bytes": [{"path": now, "replaces": before} for now, before in self.same_bytes],
+                "rows": dict(self.rows), "versions": self.versions, "phases": self.phases, "engine": self.engine}
+
+
+def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: str,
+        started: float | None = None) -> RunSummary:
+    """Decode `files` into the lake: every table, one commit each."""
+    from pipelines.sinks import choose_sink
+    from pipelines.stages.decode import remove_staging
+
+    summary = RunSummary(run_id, started or time.time(), files=len(files))
+    clock = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        summary.phases[name] = round(now - clock, 3)
+        clock = now
+
+    staging = staging_dir(spark, settings, lake, run_id)
+    sink = choose_sink(settings.lake.engine, spark, lake, staging)
+    summary.engine = sink.name
+    log.info("run %s: %d files, %.1f MB", run_id, len(files), sum(max(f.size, 0) for f in files) / 1e6)
     try:
-        config = load_config(args.config)
-    except (ConfigError, EngineError) as error:
-        print(f"amqpcap: {error}", file=sys.stderr)
-        return 2
-    files = list_inputs(args.input)
-    if not files:
-        print(f"amqpcap: no capture files in {' '.join(args.input)}", file=sys.stderr)
-        return 2
-    from pipelines.session import build_session
-    spark = build_session(config, args.master)
-    try:
-        summary = run(spark, files, config, args.lake or config.lake.path, args.run_id or str(uuid.uuid4()))
-    except EngineError as error:
-        print(f"amqpcap: {error}", file=sys.stderr)
-        return 2
+        units = read_stage(spark, files, settings, staging)
+        phase("read")
+        written = decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id)
+        phase("decode")
+        written += flows_stage(spark, written, settings, sink.table_root(), run_id)
+        phase("message_flows")
+        captures, replaced = capture_rows(files, units, lake, run_id, summary)
+        written += captures
+        for f in written:
+            summary.rows[f["table"]] += f["rows"]
+        summary.versions = sink.commit(written, replaced, run_id, TABLES)
+        phase("commit")
     finally:
-        spark.stop()
-    print(summary["text"])
-    return 1 if summary["failed"] else 0
+        remove_staging(staging)
+    return summary
 
 
-def run(spark, files, config, lake: str, run_id: str) -> dict:
-    """Decode `files` (pipelines.inputs.InputFile) into the lake; one commit per table."""
-    from pyspark import StorageLevel
+def staging_dir(spark, settings: Settings, lake: str, run_id: str) -> str:
+    if settings.job.staging:
+        return f"{settings.job.staging.rstrip('/')}/{run_id}"
+    if spark.sparkContext.master.startswith("local"):
+        return tempfile.mkdtemp(prefix=f"amqpcap-{run_id[:8]}-")
+    from pipelines.sinks import absolute
+    return f"{absolute(lake)}/_staging/{run_id}"
 
-    from pipelines import lake as delta
-    from pipelines.stages import by_connection, decode_connections, read_segments
 
-    started = time.time()
-    uris = [f.uri for f in files]
-    total_bytes = sum(max(f.size, 0) for f in files)
-    _progress(f"run {run_id}: {len(files)} files, {total_bytes / 1e6:.1f} MB")
+# -- stage 1 -------------------------------------------------------------------------------------
+
+def read_stage(spark, files: list[InputFile], settings: Settings, staging: str):
+    """-> (units, {unit: (staged {bucket: segments}, facts)})"""
+    from pipelines.stages.read import READ_DDL, UNITS_DDL, read_task
+    units = plan_units(files, settings.job.split_bytes)
     context = spark.sparkContext
-    counters = (context.accumulator(0), context.accumulator(0), context.accumulator(0))
-    listing = spark.createDataFrame([(i, f.uri, f.size) for i, f in enumerate(files)],
-                                    "file_index int, uri string, size bigint")
-    parallelism = max(1, min(len(files), context.defaultParallelism))
-    segments = read_segments(listing.repartition(parallelism), config.spark.arrow_batch_rows,
-                             progress=counters[:2])
-    grouped = by_connection(segments, int(config.spark.conf.get("spark.sql.shuffle.partitions", "8")))
-    engine = delta.choose_engine(config.lake.engine, delta.delta_spark_loaded(spark))
-    captures = set(uris)
-    versions, counts = {}, Counter()
-    reporter = Progress(context, counters, len(files), total_bytes)
-    reporter.start()
-    try:
-        if engine == "delta-spark":  # Spark writes each table from the decoded rows, kept once
-            tagged = decode_connections(grouped, config.decode_settings(), uris, run_id,
-                                        config.spark.arrow_batch_rows, frames_counter=counters[2])
-            tagged.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                for table in RAW_TABLES:
-                    versions[table.name] = delta.write_with_delta_spark(tagged, lake, table, captures)
-                    counts[table.name] = delta.untag_rows(tagged, table).count()
-            finally:
-                tagged.unpersist()
-        else:  # one pass: tasks decode and write Parquet; the driver gets file metadata only
-            written = delta.decode_and_write(grouped, config.decode_settings(), uris, run_id,
-                                             config.spark.arrow_batch_rows, lake, counters[2])
-            files_written = [row.asDict() for row in written.collect()]
-            versions = delta.commit_all(lake, files_written, captures, run_id)
-            for f in files_written:
-                counts[f["table"]] += f["rows"]
-    finally:
-        reporter.stop()
-    _progress(f"raw tables committed after {time.time() - started:.1f} s; building the analytics tables")
-    from pipelines.jobs.analyze import analyze
-    versions.update(analyze(spark, lake, run_id, captures))
-    status = Counter()
-    failed = []
-    for row in delta.run_captures(spark, lake, run_id):
-        status[row["status"]] += 1
-        if row["status"] == "failed":
-            failed.append(f"{row['path']}: {row['error']}")
-    text = "\n".join([
-        f"amqpcap run {run_id} finished in {time.time() - started:.1f} s",
-        f"  captures: {status.get('ok', 0)} ok, {status.get('partial', 0)} partial, {status.get('failed', 0)} failed",
-        *[f"    failed: {line}" for line in failed],
-        f"  rows: {counts['frames']} frames, {counts['messages']} messages, "
-        f"{counts['decode_issues']} issues",
-        f"  tables ({engine}): " + ", ".join(f"{name} v{version}" for name, version in versions.items()),
-    ])
-    return {"text": text, "failed": failed, "versions": versions, "rows": dict(counts), "status": dict(status)}
+    slices = _balanced(units, min(len(units), 4 * context.defaultParallelism))
+    frame = spark.createDataFrame(context.parallelize(slices, len(slices)).flatMap(lambda s: s), UNITS_DDL)
+    task = functools.partial(read_task, staging=staging, buckets=buckets_of(spark, settings))
+    rows = frame.mapInArrow(task, READ_DDL).collect()
+    results = {r.unit: ({int(b): n for b, n in json.loads(r.staged).items()}, json.loads(r.facts)) for r in rows}
+    return units, results
 
 
-def _progress(message: str) -> None:
-    print(f"amqpcap: {message}", file=sys.stderr, flush=True)
+def _balanced(units, slices: int) -> list[list[tuple]]:
+    """Units in `slices` groups of about equal bytes (biggest first, each to the lightest group)."""
+    groups: list[list[tuple]] = [[] for _ in range(max(slices, 1))]
+    weights = [0] * len(groups)
+    for unit in sorted(units, key=lambda u: -((u.end or u.size) - u.start)):
+        lightest = weights.index(min(weights))
+        groups[lightest].append(astuple(unit))
+        weights[lightest] += max((unit.end or unit.size) - unit.start, 1)
+    return [g for g in groups if g]
 
 
-class Progress(threading.Thread):
-    """Prints files and bytes read, frames decoded and Spark's task counts every few seconds.
-    (Task counters reach the driver as tasks finish.)"""
-
-    def __init__(self, context, counters, files: int, total_bytes: int, every: float = 5.0) -> None:
-        super().__init__(daemon=True)
-        self.context, self.counters, self.files, self.total = context, counters, files, total_bytes
-        self.every = every
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(self.every):
-            self.report()
-
-    def report(self) -> None:
-        tracker = self.context.statusTracker()
-        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-        tasks = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
-                          for s in stages if s is not None)
-        files, read, frames = (c.value for c in self.counters)
-        _progress(f"{files}/{self.files} files, {read / 1e6:.1f}/{self.total / 1e6:.1f} MB read, "
-                  f"{frames} frames decoded" + (f"; {tasks}" if tasks else ""))
-
-    def stop(self) -> None:
-        self.done.set()
-        self.report()
+def buckets_of(spark, settings: Settings) -> int:
+    return settings.job.buckets or 2 * spark.sparkContext.defaultParallelism
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+# -- stage 2 -------------------------------------------------------------------------------------
+
+def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str) -> list[dict]:
+    """Every bucket with segments -> one task each; the table files they wrote."""
+    from pipelines.stages.decode import BUCKETS_DDL, decode_task
+    plans, staged = units
+    per_bucket: dict[int, dict[int, list[int]]] = {}  # bucket -> file index -> units in byte order
+    for unit in plans:
+        for bucket in sorted(staged[unit.unit][0]):
+            per_bucket.setdefault(bucket, {}).setdefault(unit.file_index, []).append(unit.unit)
+    if not per_bucket:
+        return []
+    rows = [(bucket, json.dumps(sorted(by_file.items()))) for bucket, by_file in sorted(per_bucket.items())]
+    frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), BUCKETS_DDL)
+    task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
+                             settings_json=settings.to_json(), run_id=run_id, root=root)
+    return [r.asDict() for r in frame.mapInArrow(task, _files_ddl()).collect()]
+
+
+def _files_ddl() -> str:
+    from pipelines.tablefiles import FILES_DDL
+    return FILES_DDL
+
+
+# -- stage 3 -------------------------------------------------------------------------------------
+
+def flows_stage(spark, written: list[dict], settings: Settings, root: str, run_id: str) -> list[dict]:
+    from pipelines.lake import read_files
+    from pipelines.stages.flows import keyed_sides, message_flows
+    if not any(f["table"] in (PUBLISHES.name, DELIVERIES.name) for f in written):
+        return []
+    sides = keyed_sides(read_files(spark, root, PUBLISHES, written), read_files(spark, root, DELIVERIES, written))
+    partitions = int(settings.spark.conf.get("spark.sql.shuffle.partitions", "8"))
+    rows = message_flows(sides, root, run_id, partitions, settings.spark.arrow_batch_rows).collect()
+    return [r.asDict() for r in rows]
+
+
+# -- the captures table --------------------------------------------------------------------------
+
+def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary: RunSummary):
+    """One captures row per input file (its units' facts merged), written by the driver; and the
+    captures this run replaces: its own, and earlier names of the same bytes."""
+    from amqp_decode.analytics.common import day
+    from pipelines.sinks import table_uri
+    from pipelines.tablefiles import TableFiles
+    plans, staged = units
+    merged: dict[int, dict] = {}
+    for unit in plans:
+        facts = staged[unit.unit][1]
+        into = merged.setdefault(unit.file_index, {"format": facts["format"], "link_types": set(), "packets": 0,
+                                                   "captured_bytes": 0, "first_ts_ns": None, "last_ts_ns": None,
+                                                   "status": "ok", "errors": [], "fingerprint": None})
+        into["link_types"].update(facts["link_types"])
+        into["packets"] += facts["packets"]
+        into["captured_bytes"] += facts["captured_bytes"]
+        if facts["first_ts_ns"] is not None and (into["first_ts_ns"] is None or facts["first_ts_ns"] < into["first_ts_ns"]):
+            into["first_ts_ns"] = facts["first_ts_ns"]
+        if facts["last_ts_ns"] is not None and (into["last_ts_ns"] is None or facts["last_ts_ns"] > into["last_ts_ns"]):
+            into["last_ts_ns"] = facts["last_ts_ns"]
+        into["fingerprint"] = into["fingerprint"] or facts["fingerprint"]
+        if facts["status"] != "ok":
+            into["status"] = "failed" if "failed" in (facts["status"], into["status"]) else "partial"
+            into["errors"].append(facts["error"])
+    writer = TableFiles(lake, run_id, tag="captures-")
+    now_ns = time.time_ns()
+    for index, f in enumerate(files):
+        facts = merged[index]
+        error = "; ".join(e for e in facts["errors"] if e) or None
+        summary.status[facts["status"]] += 1
+        if facts["status"] != "ok":
+            summary.problems.append((facts["status"], f.uri, error or ""))
+        first, last = facts["first_ts_ns"], facts["last_ts_ns"]
+        writer.add(CAPTURES, {
+            "date": day(first if first is not None else now_ns), "path": f.uri, "size_bytes": f.size,
+            "format": facts["format"], "link_types": sorted(facts["link_types"]), "packets": facts["packets"],
+            "captured_bytes": facts["captured_bytes"], "first_ts": first // 1000 if first is not None else None,
+            "last_ts": last // 1000 if last is not None else None, "fingerprint": facts["fingerprint"],
+            "status": facts["status"], "error": error})
+    replaced = {f.uri for f in files}
+    fingerprints = {merged[i]["fingerprint"]: f.uri for i, f in enumerate(files) if merged[i]["fingerprint"]}
+    for path, printed in _known_fingerprints(table_uri(lake, CAPTURES)):
+        if printed in fingerprints and path not in replaced:
+            replaced.add(path)
+            summary.same_bytes.append((fingerprints[printed], path))
+    return writer.close(), replaced
+
+
+def _known_fingerprints(uri: str) -> list[tuple[str, str]]:
+    """(path, fingerprint) of the captures already in the lake."""
+    from deltalake import DeltaTable
+    import pyarrow.parquet as pq
+    if not DeltaTable.is_deltatable(uri):
+        return []
+    pairs = []
+    for path in DeltaTable(uri).file_uris():
+        data = pq.read_table(path.removeprefix("file://"), columns=["path", "fingerprint"])
+        pairs += [(p, h) for p, h in zip(data.column("path").to_pylist(), data.column("fingerprint").to_pylist()) if h]
+    return pairs
+
+
+# -- entry point -----------------------------------------------------------------------------------
+
+if __name__ == "__main__":  # spark-submit runs this file: the same arguments as `amqpcap run`
+    from amqpcap.cli import main
+    sys.exit(main(["run", *sys.argv[1:]]))

@@ -9,6 +9,7 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import unquote
 
 from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows, side_order
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
@@ -58,7 +59,7 @@ def canonical(table: str, rows: list[dict], root: str, columns: list[str] | None
             elif isinstance(value, list) and value and isinstance(value[0], tuple):
                 value = sorted([list(pair) for pair in value])
             elif isinstance(value, str) and name in ("capture", "path"):
-                value = os.path.relpath(os.path.abspath(value), root)
+                value = os.path.relpath(os.path.abspath(unquote(value.removeprefix("file://"))), root)
             out[name] = value
         lines.append(json.dumps(out, sort_keys=True))
     return sorted(lines)

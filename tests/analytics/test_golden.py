@@ -7,6 +7,9 @@ Intentional differences:
   double, which rounds ns values just below a whole microsecond up or down (39 rows of the samples
   were a microsecond off). They are now exact (ns // 1000), equal to publishes.published_at and
   deliveries.delivered_at.
+- message_flows.deliver_to_settle_ms / end_to_end_ms: 0.1.0 took the settle time at microsecond
+  precision (from deliveries.settled_at); they now use the exact nanoseconds, so they equal
+  deliveries.settle_latency_ms (differences below a microsecond).
 - Columns added since (deliveries.message_id, settled_ns...) are not in the golden copies; they
   are checked by their own tests.
 """
@@ -26,25 +29,35 @@ GOLDEN = ROOT / "tests" / "golden"
 CORPORA = {"samples": ROOT / "data" / "samples", "public": SHARED / "captures" / "public"}
 # captures are a per-file table the job writes (the decoder's file facts); the rest are per connection
 TABLES = [t.name for t in RAW_TABLES + ANALYTICS_TABLES if t.name != "captures"]
-ROUNDED = ("published_at", "delivered_at")  # message_flows: see the module docstring
+ROUNDED = ("published_at", "delivered_at", "deliver_to_settle_ms", "end_to_end_ms")  # message_flows: see above
 
 
-def _rows(corpus: str, table: str, without: tuple[str, ...] = ()):
+def _rows(corpus: str, table: str, without: tuple[str, ...] = (), got_lines: list[str] | None = None):
+    """(golden lines, our lines) on the golden copy's columns, less `without`; ours from the
+    Spark-free tabulation unless `got_lines` (canonical JSON lines of every column) are given."""
     want = golden(GOLDEN / corpus, table)
     columns = sorted(set(json.loads(want[0])) - set(without)) if want else None
-    got = canonical(table, tabulated_folder(str(CORPORA[corpus])).get(table, []), str(CORPORA[corpus]), columns)
+    if got_lines is None:
+        got = canonical(table, tabulated_folder(str(CORPORA[corpus])).get(table, []), str(CORPORA[corpus]), columns)
+    else:
+        got = sorted(json.dumps({k: v for k, v in json.loads(line).items() if columns is None or k in columns},
+                                sort_keys=True) for line in got_lines)
     if without:
         want = sorted(json.dumps({k: v for k, v in json.loads(line).items() if k not in without}, sort_keys=True)
                       for line in want)
     return want, got
 
 
+def assert_golden(corpus: str, table: str, got_lines: list[str] | None = None) -> None:
+    want, got = _rows(corpus, table, ROUNDED if table == "message_flows" else (), got_lines)
+    assert len(got) == len(want), table
+    assert got == want, table
+
+
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
 @pytest.mark.parametrize("table", TABLES)
 def test_table_equals_its_golden_copy(corpus, table):
-    want, got = _rows(corpus, table, ROUNDED if table == "message_flows" else ())
-    assert len(got) == len(want)
-    assert got == want
+    assert_golden(corpus, table)
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
@@ -52,7 +65,9 @@ def test_message_flow_times_are_exact(corpus):
     tables = tabulated_folder(str(CORPORA[corpus]))
     published = {r["published_ns"] // 1000 for r in tables["publishes"]}
     delivered = {r["delivered_ns"] // 1000 for r in tables["deliveries"]}
+    latencies = {r["settle_latency_ms"] for r in tables["deliveries"]}
     flows = tables["message_flows"]
+    assert {r["deliver_to_settle_ms"] for r in flows} - {None} <= latencies
     assert {r["published_at"] for r in flows} - {None} <= published
     assert {r["delivered_at"] for r in flows} - {None} <= delivered
     # and the golden copy is at most a microsecond off (the double rounding of 0.1.0)
@@ -64,4 +79,4 @@ def test_message_flow_times_are_exact(corpus):
         old = off[json.dumps({k: v for k, v in row.items() if k not in ROUNDED}, sort_keys=True)]
         for name in ROUNDED:
             assert (row[name] is None) == (old[name] is None)
-            assert row[name] is None or abs(row[name] - old[name]) <= 1
+            assert row[name] is None or abs(row[name] - old[name]) <= (1 if name.endswith("_at") else 0.001)

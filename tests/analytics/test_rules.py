@@ -286,7 +286,7 @@ def test_message_flow_matching():
         if side == "publish":
             publishes.append({**row, "published_ns": (i + 1) * 1_000_000})
         else:
-            deliveries.append({"redelivered": False, "queue": "q", "settled_at": None, "outcome": "ack", **row,
+            deliveries.append({"redelivered": False, "queue": "q", "settled_ns": None, "outcome": "ack", **row,
                                "delivered_ns": (i + 1) * 1_000_000})
     got = message_flows(publishes, deliveries)
     assert pick(got, "body_sha256", "match", "publisher_connection", "consumer_connection", "delivery_tag",

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from amqp_decode.cli import main
+from amqpcap.cli import main
 from tests.capture.conftest import SAMPLES
 
 KINDS = {"protocol-header", "method", "header", "body", "heartbeat", "issue"}

@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from amqp_decode.decoder import CaptureDecoder, DecodeSettings
-from amqp_decode.stream import StreamSettings
+from amqp_decode.decoder import CaptureDecoder
+from amqp_decode.settings import Settings
 from tests.capture.conftest import SAMPLES, EXPECTED, decoded
 from tools import craft_samples as craft
 
 
-def decode(path, **stream):
-    decoder = CaptureDecoder(DecodeSettings(stream=StreamSettings(**stream)), collect_connections=True)
+def decode(path, **decode_settings):
+    decoder = CaptureDecoder(Settings().replace(decode=decode_settings), collect_connections=True)
     return list(decoder.decode([str(path)])), decoder.stats
 
 
@@ -53,7 +53,7 @@ def test_mid_stream_on_another_port_needs_the_port_setting(tmp_path):
     path = write(tmp_path, "mid_other_port", frames, server=("10.1.0.9", 15000), handshake=False)
     records, stats = decode(path)
     assert records == [] and stats.connections == {"not-amqp": 1}
-    records, stats = decode(path, amqp_ports=frozenset({15000}))
+    records, stats = decode(path, amqp_ports=(15000,))
     assert sum(r.get("method") == "basic.publish" for r in records) == 21
     assert stats.connection_summaries[0]["client_decided_by"] == "port"
 
@@ -62,7 +62,7 @@ def test_client_from_method_directions_when_nothing_else_tells(tmp_path):
     frames = [f for f in small() if f.name != "protocol-header"]
     path = write(tmp_path, "no_clues", frames, server=("10.1.0.9", 15000), handshake=False)
     # both ports configured as AMQP ports: neither ports nor SYN nor header can tell
-    records, stats = decode(path, amqp_ports=frozenset({15000, 40001}))
+    records, stats = decode(path, amqp_ports=(15000, 40001))
     assert stats.connection_summaries[0]["client_decided_by"].startswith("direction of connection.")
     assert {r["dir"] for r in records if r.get("method") == "basic.publish"} == {"C>S"}
     assert {r["client"] for r in records} == {"10.1.0.5:40001"}

@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.lake import read_table
 from tests.capture.conftest import EXPECTED, capture_for
+from tests.pipelines.conftest import uri
 from tests.capture.test_tshark import TSHARK_WRONG, pytestmark  # noqa: F401  (skipped without tshark)
 
 SAMPLES = [p for p in EXPECTED if p.parent.name != "crafted"
@@ -60,6 +61,6 @@ def test_ack_latencies_match_tshark(spark, lake, expected_path):
     path, _ = lake
     table = read_table(spark, path, "deliveries")
     ours = sorted((r.channel, r.delivery_tag, round(r.settle_latency_ms * 1e6))
-                  for r in table.where((table.capture == str(capture_for(expected_path))) &
+                  for r in table.where((table.capture == uri(capture_for(expected_path))) &
                                        (table.outcome == "ack")).collect())
     assert ours == tshark_ack_latencies(capture_for(expected_path))

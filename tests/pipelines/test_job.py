@@ -11,27 +11,28 @@ from collections import Counter
 
 import pytest
 
+from amqp_decode.tables import ANALYTICS_TABLES, RAW_TABLES
 from pipelines.inputs import list_inputs
 from pipelines.jobs.nightly import run
 from pipelines.lake import read_table
 from tests.capture.conftest import EXPECTED, SAMPLES, capture_for
 from tests.conftest import ROOT
+from tests.pipelines.conftest import uri
+
+ALL = {t.name for t in RAW_TABLES + ANALYTICS_TABLES}
 
 RECORDED = [p for p in EXPECTED if p.parent.name != "crafted"]
 
 
 def test_every_sample_lands_with_its_known_facts(spark, lake):
     path, summary = lake
-    assert summary["versions"] == {"captures": 0, "frames": 0, "messages": 0, "decode_issues": 0, "streams": 0,
-                                   "errors": 0, "deliveries": 0, "publishes": 0, "rpc_calls": 0,
-                                   "connections": 0, "channels": 0, "heartbeats": 0, "flow_control": 0,
-                                   "message_flows": 0}
+    assert summary.versions == dict.fromkeys(ALL, 0)
     frames = read_table(spark, path, "frames").where("kind = 'method'").groupBy(
         "capture", "direction", "method").count().collect()
     counted = Counter({(r.capture, r.direction, r.method): r["count"] for r in frames})
     for expected_path in EXPECTED:
         expected = json.loads(expected_path.read_text())
-        capture = str(capture_for(expected_path))
+        capture = uri(capture_for(expected_path))
         for direction in ("C>S", "S>C"):
             want = Counter(expected["methods"][direction]) - Counter(
                 expected.get("not_decodable", {}).get(direction, {}))
@@ -39,12 +40,22 @@ def test_every_sample_lands_with_its_known_facts(spark, lake):
             assert got == want, (expected_path.name, direction)
 
 
+def test_every_table_equals_its_golden_copy(lake):
+    """The job end to end against the tables 0.1.0 produced (tests/golden; the intentional
+    differences are in tests/analytics/test_golden.py)."""
+    from tests.analytics.test_golden import assert_golden
+    from tools.golden_tables import canonical_rows
+    path, _ = lake
+    for table in sorted(ALL):
+        assert_golden("samples", table, canonical_rows(path, table, str(SAMPLES)))
+
+
 def test_messages_and_issues_tables(spark, lake):
     path, _ = lake
     messages = read_table(spark, path, "messages")
     for expected_path in RECORDED:
         expected = json.loads(expected_path.read_text())
-        capture = str(capture_for(expected_path))
+        capture = uri(capture_for(expected_path))
         mine = messages.where(messages.capture == capture)
         assert mine.where("method = 'basic.publish'").count() == expected["messages"]["published"]
         assert mine.where("method = 'basic.return'").count() == expected["messages"]["returned"]
@@ -54,49 +65,54 @@ def test_messages_and_issues_tables(spark, lake):
     for expected_path in EXPECTED:
         expected = json.loads(expected_path.read_text())
         if "bytes_skipped" in expected:
-            assert skipped.get(str(capture_for(expected_path)), 0) == sum(expected["bytes_skipped"].values())
+            assert skipped.get(uri(capture_for(expected_path)), 0) == sum(expected["bytes_skipped"].values())
 
 
 def test_captures_table(spark, lake):
     path, _ = lake
     captures = {r.path: r for r in read_table(spark, path, "captures").collect()}
     assert len(captures) == len(EXPECTED)
-    gz = captures[str(SAMPLES / "crafted" / "truncated_gzip.pcap.gz")]
+    gz = captures[uri(SAMPLES / "crafted" / "truncated_gzip.pcap.gz")]
     assert (gz.status, gz.error) == ("partial", "record 26 holds 24 of its 54 bytes")
-    assert captures[str(SAMPLES / "concurrent.pcap")].link_types == ["LINUX_SLL2"]
+    assert captures[uri(SAMPLES / "concurrent.pcap")].link_types == ["LINUX_SLL2"]
+    assert all(r.fingerprint and len(r.fingerprint) == 64 for r in captures.values())
     assert all(r.packets > 0 and r.first_ts <= r.last_ts for r in captures.values())
 
 
-def test_rerun_replaces_never_duplicates(spark, config, tmp_path):
+def rows_of(spark, lake, table, drop=("run_id",)):
+    return sorted((tuple(r) for r in read_table(spark, lake, table).drop(*drop).collect()), key=repr)
+
+
+def test_rerun_replaces_never_duplicates(spark, settings, tmp_path):
     path = str(tmp_path / "lake")
     files = list_inputs([str(SAMPLES / "returns_nack_reject.pcap"), str(SAMPLES / "heartbeats.pcap")])
-    first = run(spark, files, config, path, "run-a")
-    before = sorted(tuple(r) for r in read_table(spark, path, "frames").drop("run_id").collect())
-    second = run(spark, files, config, path, "run-b")
-    after = read_table(spark, path, "frames")
-    assert second["versions"] == {name: v + 1 for name, v in first["versions"].items()}
-    assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
-    assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"run-b"}
+    first = run(spark, files, settings, path, "run-a")
+    before = {table: rows_of(spark, path, table) for table in ALL}
+    second = run(spark, files, settings, path, "run-b")
+    assert second.versions == {name: v + 1 for name, v in first.versions.items()}
+    for table in ALL:
+        assert rows_of(spark, path, table) == before[table], table
+        assert {r.run_id for r in read_table(spark, path, table).select("run_id").distinct().collect()} <= {"run-b"}
     # another day's capture leaves the first ones untouched
-    run(spark, list_inputs([str(SAMPLES / "confirms.pcap")]), config, path, "run-c")
-    assert read_table(spark, path, "frames").where("run_id = 'run-b'").count() == len(before)
+    run(spark, list_inputs([str(SAMPLES / "confirms.pcap")]), settings, path, "run-c")
+    assert read_table(spark, path, "frames").where("run_id = 'run-b'").count() == len(before["frames"])
 
 
-def test_a_corrupt_file_fails_alone(spark, config, tmp_path):
+def test_a_corrupt_file_fails_alone(spark, settings, tmp_path):
     junk = tmp_path / "junk.pcap"
     junk.write_bytes(b"\x00" * 1000)
     path = str(tmp_path / "lake")
     files = list_inputs([str(SAMPLES / "heartbeats.pcap"), str(junk), str(tmp_path / "missing.pcap")])
-    summary = run(spark, files, config, path, "run-x")
-    assert len(summary["failed"]) == 2
+    summary = run(spark, files, settings, path, "run-x")
+    assert len(summary.failed) == 2
     status = {r.path: (r.status, r.error) for r in read_table(spark, path, "captures").collect()}
-    assert status[str(junk)][0] == "failed" and "not a pcap" in status[str(junk)][1]
-    assert status[str(tmp_path / "missing.pcap")] == ("failed", "no such file")
+    assert status[uri(junk)][0] == "failed" and "not a pcap" in status[uri(junk)][1]
+    assert status[uri(tmp_path / "missing.pcap")] == ("failed", "no such file")
     heartbeats = read_table(spark, path, "frames").where("kind = 'heartbeat'").count()
     assert heartbeats >= 4
 
 
-def test_rotated_files_give_the_same_tables(spark, config, tmp_path):
+def test_rotated_files_give_the_same_tables(spark, settings, tmp_path):
     data = (SAMPLES / "large_and_pipelined.pcap").read_bytes()
     header, records, pos = data[:24], [], 24
     while pos < len(data):
@@ -109,17 +125,17 @@ def test_rotated_files_give_the_same_tables(spark, config, tmp_path):
     for i in range(0, len(records), size):
         (folder / f"part{i // size:03d}.pcap").write_bytes(header + b"".join(records[i:i + size]))
     whole, split = str(tmp_path / "whole"), str(tmp_path / "split")
-    run(spark, list_inputs([str(SAMPLES / "large_and_pipelined.pcap")]), config, whole, "w")
-    run(spark, list_inputs([str(folder)]), config, split, "s")
-    columns = ["connection", "direction", "stream_offset", "kind", "method", "args_json", "ts_ns"]
-    rows = lambda lake: sorted(tuple(r) for r in read_table(spark, lake, "frames").select(*columns).collect())
-    assert rows(split) == rows(whole)
+    run(spark, list_inputs([str(SAMPLES / "large_and_pipelined.pcap")]), settings, whole, "w")
+    run(spark, list_inputs([str(folder)]), settings, split, "s")
+    # every table but captures is the same; rows name the file holding their first byte
+    for table in ALL - {"captures"}:
+        assert rows_of(spark, split, table, ("run_id", "capture")) == rows_of(spark, whole, table, ("run_id", "capture")), table
 
 
 def test_local_cluster_run(tmp_path):
     """Executors in separate JVMs and Python workers: nothing may depend on driver state."""
     lake = tmp_path / "lake"
-    result = subprocess.run([sys.executable, "-m", "pipelines.jobs.nightly", "--input",
+    result = subprocess.run([sys.executable, "-m", "amqpcap", "run", "--input",
                              str(SAMPLES / "channels_qos_get.pcap"), "--lake", str(lake),
                              "--master", "local-cluster[2,1,1024]"], capture_output=True, text=True,
                             cwd=ROOT, timeout=600)
@@ -127,32 +143,32 @@ def test_local_cluster_run(tmp_path):
     assert "1 ok, 0 partial, 0 failed" in result.stdout
 
 
-def test_a_failed_commit_leaves_no_partial_run(spark, config, tmp_path, monkeypatch):
-    from pipelines import lake as delta
+def test_a_failed_commit_leaves_no_partial_run(spark, settings, tmp_path, monkeypatch):
+    from pipelines.sinks import DeltaRsSink
     path = str(tmp_path / "lake")
     files = list_inputs([str(SAMPLES / "heartbeats.pcap")])
-    first = run(spark, files, config, path, "good")
-    real = delta.commit
+    first = run(spark, files, settings, path, "good")
+    real = DeltaRsSink._commit
 
-    def failing(lake, table, *args):
+    def failing(self, table, *args):
         if table.name == "messages":
             raise RuntimeError("storage went away")
-        return real(lake, table, *args)
-    monkeypatch.setattr(delta, "commit", failing)
+        return real(self, table, *args)
+    monkeypatch.setattr(DeltaRsSink, "_commit", failing)
     with pytest.raises(RuntimeError, match="storage went away"):
-        run(spark, files, config, path, "bad")
+        run(spark, files, settings, path, "bad")
     frames = read_table(spark, path, "frames")
     assert {r.run_id for r in frames.select("run_id").distinct().collect()} == {"good"}
-    assert frames.count() == first["rows"]["frames"]
+    assert frames.count() == first.rows["frames"]
 
 
 def test_errors_table_holds_every_known_error(spark, lake):
     path, summary = lake
-    assert summary["versions"]["errors"] == 0
+    assert summary.versions["errors"] == 0
     table = read_table(spark, path, "errors")
     for expected_path in RECORDED:
         expected = json.loads(expected_path.read_text())
-        mine = table.where(table.capture == str(capture_for(expected_path)))
+        mine = table.where(table.capture == uri(capture_for(expected_path)))
         codes = expected["reply_codes"]
         want = sorted(c for c in codes["connection.close"] + codes["channel.close"] if c not in (0, 200))
         got = sorted(r.reply_code for r in mine.where("method like '%.close'").collect())
@@ -163,16 +179,18 @@ def test_errors_table_holds_every_known_error(spark, lake):
     assert table.where("reply_code = 404 and reply_name is null").count() == 0
 
 
-def test_analyze_rebuilds_the_analytics_tables(spark, lake):
+def test_analyze_replays_the_raw_layer_into_the_same_tables(spark, settings, tmp_path):
+    """The rebuild runs the same state machines over the lake's frames: the same rows."""
     from pipelines.jobs.analyze import analyze
-    path, _ = lake
-    before = sorted(tuple(r) for r in read_table(spark, path, "errors").drop("run_id").collect())
-    versions = analyze(spark, path, "rebuild")
-    assert versions == {"errors": 1, "deliveries": 1, "publishes": 1, "rpc_calls": 1, "connections": 1,
-                        "channels": 1, "heartbeats": 1, "flow_control": 1, "message_flows": 1}
-    after = read_table(spark, path, "errors")
-    assert sorted(tuple(r) for r in after.drop("run_id").collect()) == before
-    assert {r.run_id for r in after.select("run_id").distinct().collect()} == {"rebuild"}
+    path = str(tmp_path / "lake")
+    run(spark, list_inputs([str(SAMPLES)]), settings, path, "run-1")
+    before = {t.name: rows_of(spark, path, t.name) for t in ANALYTICS_TABLES}
+    versions = analyze(spark, path, settings, "rebuild")
+    assert versions == {t.name: 1 for t in ANALYTICS_TABLES}
+    for table in ANALYTICS_TABLES:
+        assert rows_of(spark, path, table.name) == before[table.name], table.name
+        assert {r.run_id for r in read_table(spark, path, table.name).select("run_id").distinct().collect()} \
+            <= {"rebuild"}
 
 
 def test_deliveries_table_settles_as_the_samples_did(spark, lake):
@@ -180,7 +198,7 @@ def test_deliveries_table_settles_as_the_samples_did(spark, lake):
     table = read_table(spark, path, "deliveries")
     for expected_path in RECORDED:
         facts = json.loads(expected_path.read_text())["messages"]
-        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        mine = [r for r in table.where(table.capture == uri(capture_for(expected_path))).collect()]
         outcomes = Counter(r.outcome for r in mine)
         assert len(mine) == facts["delivered"] + facts["get_ok"], expected_path.name
         assert (outcomes["ack"], outcomes["nack"], outcomes["reject"]) == \
@@ -190,7 +208,7 @@ def test_deliveries_table_settles_as_the_samples_did(spark, lake):
         assert all(r.settle_latency_ms >= 0 for r in mine if r.settle_latency_ms is not None)
         if expected_path.name == "abrupt_kill.expected.json":
             # the killed client never acked its get-ok; its TCP end (no close method) settles it
-            streams = read_table(spark, path, "streams").where(f"capture = '{capture_for(expected_path)}'")
+            streams = read_table(spark, path, "streams").where(f"capture = '{uri(capture_for(expected_path))}'")
             end = streams.where("status = 'amqp'").collect()[0]
             assert end.end_reason in ("fin", "rst")
             assert [(r.outcome, r.settled_at) for r in mine] == [("connection-closed", end.last_ts)]
@@ -201,7 +219,7 @@ def test_publishes_table_confirms_as_the_samples_did(spark, lake):
     table = read_table(spark, path, "publishes")
     for expected_path in RECORDED:
         facts = json.loads(expected_path.read_text())["messages"]
-        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        mine = [r for r in table.where(table.capture == uri(capture_for(expected_path))).collect()]
         assert len(mine) == facts["published"], expected_path.name
         assert sum(r.returned for r in mine) == facts["returned"]
         assert sum(r.confirm_outcome == "ack" for r in mine) == facts["confirmed_messages"]
@@ -214,7 +232,7 @@ def test_rpc_calls_table(spark, lake):
     table = read_table(spark, path, "rpc_calls")
     for expected_path in RECORDED:
         expected = json.loads(expected_path.read_text())
-        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        mine = [r for r in table.where(table.capture == uri(capture_for(expected_path))).collect()]
         codes = expected["reply_codes"]["connection.close"] + expected["reply_codes"]["channel.close"]
         assert all(r.error_code in codes for r in mine if r.outcome == "error"), expected_path.name
         if all(c in (0, 200) for c in codes) and expected_path.name != "abrupt_kill.expected.json":
@@ -229,7 +247,7 @@ def test_streams_table_accounts_for_every_connection_and_byte(spark, lake):
     table = read_table(spark, path, "streams")
     for expected_path in EXPECTED:
         expected = json.loads(expected_path.read_text())
-        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()]
+        mine = [r for r in table.where(table.capture == uri(capture_for(expected_path))).collect()]
         amqp = [r for r in mine if r.status == "amqp"]
         assert len(amqp) == expected["connections"], expected_path.name
         assert any(not r.syn_seen for r in amqp) == expected["capture"]["starts_mid_stream"]
@@ -244,7 +262,7 @@ def test_connections_table(spark, lake):
     table = read_table(spark, path, "connections")
     for expected_path in RECORDED:
         expected = json.loads(expected_path.read_text())
-        mine = [r for r in table.where(table.capture == str(capture_for(expected_path))).collect()
+        mine = [r for r in table.where(table.capture == uri(capture_for(expected_path))).collect()
                 if r.status == "amqp"]
         assert len(mine) == expected["connections"], expected_path.name
         assert {r.auth_mechanism for r in mine} - {None} == set(expected["auth_mechanisms"])
@@ -259,7 +277,7 @@ def test_heartbeats_and_flow_control_tables(spark, lake):
     beats = read_table(spark, path, "heartbeats")
     for expected_path in RECORDED:
         expected = json.loads(expected_path.read_text())
-        mine = beats.where(beats.capture == str(capture_for(expected_path))).collect()
+        mine = beats.where(beats.capture == uri(capture_for(expected_path))).collect()
         for direction, minimum in expected["heartbeats_min"].items():
             assert sum(r.heartbeats for r in mine if r.direction == direction) >= minimum, expected_path.name
     flows = read_table(spark, path, "flow_control").collect()
@@ -273,7 +291,7 @@ def test_channels_table(spark, lake):
     for expected_path in RECORDED:
         expected = json.loads(expected_path.read_text())
         methods, facts = expected["methods"], expected["messages"]
-        mine = table.where(table.capture == str(capture_for(expected_path))).collect()
+        mine = table.where(table.capture == uri(capture_for(expected_path))).collect()
         assert sum(r.publishes for r in mine) == facts["published"], expected_path.name
         assert sum(r.deliveries for r in mine) == facts["delivered"] + facts["get_ok"]
         assert sum(r.acks for r in mine) == methods["C>S"].get("basic.ack", 0)
@@ -286,7 +304,7 @@ def test_message_flows_table(spark, lake):
     flows = read_table(spark, path, "message_flows")
     messages = read_table(spark, path, "messages")
     for expected_path in RECORDED:
-        capture = str(capture_for(expected_path))
+        capture = uri(capture_for(expected_path))
         mine = flows.where(flows.capture == capture).collect()
         sent = messages.where(messages.capture == capture)
         deliveries = sent.where("method in ('basic.deliver', 'basic.get-ok')").count()
@@ -305,7 +323,7 @@ def test_multiple_acks_and_empty_gets(spark, lake):
     calls = read_table(spark, path, "rpc_calls")
     for expected_path in RECORDED:
         facts = json.loads(expected_path.read_text())["messages"]
-        capture = str(capture_for(expected_path))
+        capture = uri(capture_for(expected_path))
         multiple = frames.where((frames.capture == capture) & (frames.method == "basic.ack") &
                                 (frames.direction == "C>S") & frames.multiple).count()
         assert multiple == facts["acked_multiple_frames"], expected_path.name

@@ -1,59 +1,84 @@
-"""The job's stages as DataFrame -> DataFrame transforms, on small DataFrames (chispa)."""
+"""The job's stage tasks called directly (no Spark): staging by connection bucket, and one bucket
+decoded into every table exactly as the library tabulates the same capture."""
 
 from __future__ import annotations
 
-import pyarrow as pa
-from chispa import assert_df_equality
+import json
+import socket
+from collections import defaultdict
 
-from amqp_decode.decoder import CaptureDecoder, DecodeSettings
-from pipelines.inputs import list_inputs
-from pipelines.schemas import FRAMES
-from pipelines.stages import (CAPTURE_KEY, SEGMENTS_DDL, by_connection, decode_connections,
-                              read_segments, settings_from_json, settings_to_json, untag)
+import pyarrow as pa
+
+from amqp_decode.decoder import CaptureDecoder
+from amqp_decode.settings import Settings
+from pipelines.inputs import canonical_uri
+from pipelines.stages.decode import decode_bucket
+from pipelines.stages.read import bucket_of, read_unit, staged_path
+from tests.analytics.tabulated import canonical, tabulate
 from tests.capture.conftest import SAMPLES
 
 
-def listing(spark, *names):
-    files = list_inputs([str(SAMPLES / n) for n in names])
-    return spark.createDataFrame([(i, f.uri, f.size) for i, f in enumerate(files)],
-                                 "file_index int, uri string, size bigint"), [f.uri for f in files]
+def test_a_connection_has_one_bucket_from_either_side_in_every_process():
+    a, b = socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2")
+    assert bucket_of(a, 40000, b, 5672, 7) == bucket_of(b, 5672, a, 40000, 7)
+    # not Python's salted hash(): another process with another hash seed agrees
+    import subprocess
+    import sys
+    probe = ("import socket; from pipelines.stages.read import bucket_of; "
+             "print(bucket_of(socket.inet_aton('10.0.0.1'), 40000, socket.inet_aton('10.0.0.2'), 5672, 1 << 30))")
+    others = {subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             env={"PYTHONHASHSEED": seed}).stdout.strip() for seed in ("1", "2")}
+    assert others == {str(bucket_of(a, 40000, b, 5672, 1 << 30))}
+    assert len({bucket_of(a, port, b, 5672, 4) for port in range(40000, 40100)}) == 4
 
 
-def test_read_segments_one_row_per_segment_plus_one_per_file(spark):
-    files, _ = listing(spark, "heartbeats.pcap", "abrupt_kill.pcap")
-    segments = read_segments(files, batch_rows=7)
+def unit(path, index=0):
+    path = str(path)
+    import os
+    return {"unit": index, "file_index": 0, "uri": canonical_uri(path), "start": 0, "end": None,
+            "size": os.path.getsize(path)}
+
+
+def test_reading_stages_every_segment_once(tmp_path):
+    path = SAMPLES / "concurrent.pcap"
+    staged, facts = read_unit(unit(path), str(tmp_path), buckets=3)
     decoder = CaptureDecoder()
-    list(decoder.decode([str(SAMPLES / "heartbeats.pcap"), str(SAMPLES / "abrupt_kill.pcap")]))
-    assert segments.where(f"key != '{CAPTURE_KEY}'").count() == decoder.stats.tcp_segments
-    captures = segments.where(f"key = '{CAPTURE_KEY}'").select("file_index").orderBy("file_index")
-    assert_df_equality(captures, spark.createDataFrame([(0,), (1,)], "file_index int"))
+    list(decoder.decode([str(path)]))
+    assert sum(staged.values()) == decoder.stats.tcp_segments == facts["segments"]
+    assert facts["status"] == "ok" and facts["packets"] == decoder.stats.packets and len(facts["fingerprint"]) == 64
+    ports = defaultdict(set)  # each connection's segments all went to one bucket
+    for bucket in staged:
+        table = pa.ipc.open_file(staged_path(str(tmp_path), 0, bucket)).read_all()
+        for sport, dport in zip(table.column("sport").to_pylist(), table.column("dport").to_pylist()):
+            ports[frozenset((sport, dport))].add(bucket)
+    assert len(ports) >= 4 and all(len(buckets) == 1 for buckets in ports.values())
 
 
-def test_by_connection_groups_and_orders(spark):
-    rows = [("b|c", 30, 0, 1), ("a|b", 20, 1, 0), ("b|c", 10, 0, 0), ("a|b", 20, 0, 5), ("a|b", 5, 1, 1)]
-    full = [(k, t, f, p, None, 0, None, 0, 0, 0, 0, None, None) for k, t, f, p in rows]
-    df = spark.createDataFrame(full, SEGMENTS_DDL)
-    grouped = by_connection(df, partitions=1).select("key", "ts_ns", "file_index", "packet_index")
-    expected = spark.createDataFrame(
-        [("a|b", 5, 1, 1), ("a|b", 20, 0, 5), ("a|b", 20, 1, 0), ("b|c", 10, 0, 0), ("b|c", 30, 0, 1)],
-        "key string, ts_ns bigint, file_index int, packet_index bigint")
-    assert_df_equality(grouped, expected)  # order matters: the decoder relies on it
+def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
+    path = SAMPLES / "concurrent.pcap"
+    staging, root = tmp_path / "staging", tmp_path / "lake"
+    staging.mkdir()
+    staged, _ = read_unit(unit(path), str(staging), buckets=3)
+    files = []
+    for bucket in staged:
+        files += decode_bucket(bucket, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root))
+    import pyarrow.parquet as pq
+    expected = tabulate([canonical_uri(str(path)).removeprefix("file://")])
+    for name in ("frames", "deliveries", "publishes", "connections", "channels"):
+        rows = []
+        for f in (f for f in files if f["table"] == name):
+            day = f["date"]
+            rows += [{**r, "date": __import__("datetime").date.fromisoformat(day)}
+                     for r in pq.read_table(root / name / f["path"]).to_pylist()]
+        got = canonical(name, _micros(rows), str(SAMPLES))
+        want = canonical(name, expected[name], str(SAMPLES))
+        assert [json.loads(g) | {"capture": None} for g in got] == [json.loads(w) | {"capture": None} for w in want]
 
 
-def test_decode_connections_matches_the_library(spark):
-    files, uris = listing(spark, "returns_nack_reject.pcap")
-    tagged = decode_connections(by_connection(read_segments(files, 50), 2), DecodeSettings(), uris,
-                                "run-t", batch_rows=20)
-    frames = [untag(r.batch) for r in tagged.where("table = 'frames'").collect()]
-    got = pa.Table.from_batches(frames, schema=FRAMES.arrow()).select(["direction", "kind", "method"])
-    records = [r for r in CaptureDecoder().decode(uris) if r["kind"] != "issue"]
-    assert sorted(got.to_pylist(), key=str) == sorted(
-        ({"direction": r["dir"], "kind": r["kind"], "method": r.get("method")} for r in records), key=str)
-    assert max(b.num_rows for b in frames) <= 20
-
-
-def test_settings_travel_as_json():
-    from amqp_decode.stream import StreamSettings
-    settings = DecodeSettings(stream=StreamSettings(amqp_ports=frozenset({1, 2}), capture_bodies=True),
-                              specs=(("0-9-1", "/x.xml"),), reassembly_window=7)
-    assert settings_from_json(settings_to_json(settings)) == settings
+def _micros(rows):
+    import datetime
+    out = []
+    for row in rows:
+        out.append({k: (int(v.timestamp()) * 1_000_000 + v.microsecond if isinstance(v, datetime.datetime) else v)
+                    for k, v in row.items()})
+    return out

@@ -7,22 +7,27 @@ import json
 
 import pytest
 
-from pipelines.rows import RowBatcher, rows_to_batch
-from pipelines.schemas import DECODE_ISSUES, FRAMES, MESSAGES
+from amqp_decode.rows import RawRows
+from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES
+from pipelines.tablefiles import rows_to_batch
 from tests.capture.conftest import EXPECTED, decoded
 
 RECORDED = [p for p in EXPECTED if p.parent.name != "crafted"]
 
 
 def batches(records, batch_rows=50):
-    batcher = RowBatcher("run-1", batch_rows)
-    out = {"frames": [], "messages": [], "decode_issues": []}
+    builder = RawRows("run-1")
+    rows = {"frames": [], "messages": [], "decode_issues": []}
     for record in records:
-        for name, batch in batcher.add(record):
-            out[name].append(batch)
-    for name, batch in batcher.finish():
-        out[name].append(batch)
-    return out
+        if record["kind"] == "issue":
+            rows["decode_issues"].append(builder.issue_row(record))
+        else:
+            rows["frames"].append(builder.frame_row(record))
+            if "message" in record:
+                rows["messages"].append(builder.message_row(record))
+    tables = {t.name: t for t in (FRAMES, MESSAGES, DECODE_ISSUES)}
+    return {name: [rows_to_batch(tables[name], part[i:i + batch_rows]) for i in range(0, len(part), batch_rows)]
+            for name, part in rows.items()}
 
 
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=[p.name.split(".")[0] for p in EXPECTED])
@@ -54,6 +59,7 @@ def test_typed_columns_follow_the_arguments():
     closes = [f for f in frames if f["method"] == "connection.close"]
     assert all(f["failing_class_id"] == 0 and f["class_id"] == 10 for f in closes)
     assert all(f["date"].isoformat() == f["ts"].date().isoformat() for f in frames)
+    assert [f["connection_seq"] for f in frames] == [None] * len(frames)  # assigned by the Tabulator
 
 
 def test_message_rows_carry_properties_and_headers():
@@ -71,6 +77,6 @@ def test_unsigned_values_beyond_bigint_become_null():
               "client": "a", "server": "b", "dir": "C>S", "channel": 1, "offset": 0, "size": 21,
               "method": "basic.ack", "class_id": 60, "method_id": 80,
               "args": {"delivery_tag": 2**64 - 1, "multiple": False}}
-    row = RowBatcher("r").frame_row(record)
+    row = RawRows("r").frame_row(record)
     assert row["delivery_tag"] is None and json.loads(row["args_json"])["delivery_tag"] == 2**64 - 1
     assert rows_to_batch(FRAMES, [row]).num_rows == 1

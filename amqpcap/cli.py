@@ -1,0 +1,99 @@
+"""The `amqpcap` command: one tree of subcommands.
+
+    amqpcap decode CAPTURE...               decoded traffic without Spark (readable, --jsonl, --stats)
+    amqpcap run --input PATH... --lake DIR  the nightly Spark job: captures into the Delta lake
+    amqpcap analyze --lake DIR              rebuild the analytics tables from the raw ones
+    amqpcap config                          the effective settings, as TOML
+
+Spark is imported only by the subcommands that run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from amqpcap import __version__
+
+# Exit codes, the same for every subcommand (also in each --help).
+OK, CAPTURE_FAILED, USAGE, INTERNAL = 0, 1, 2, 70
+EXIT_CODES = (f"exit codes: {OK} all good; {CAPTURE_FAILED} some capture failed (or was partial, with "
+              f"--fail-on partial); {USAGE} usage or settings error (nothing was done); {INTERNAL} internal "
+              "error (a bug: please report it with the traceback)")
+
+log = logging.getLogger("amqpcap")
+
+
+class UsageError(Exception):
+    """Bad arguments or settings: exit 2 with one line, before any work starts."""
+
+
+def settings_options() -> argparse.ArgumentParser:
+    """--config and --set, shared by the subcommands that take settings."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("settings (conf/default.toml documents every key)")
+    group.add_argument("--config", metavar="FILE", help="a TOML file overriding the defaults")
+    group.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="override one setting, e.g. --set decode.amqp_ports=[5672,5673] (repeatable)")
+    return parent
+
+
+def console_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("console")
+    group.add_argument("--log-level", default="INFO", type=str.upper,
+                       choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="what amqpcap logs on stderr (default: INFO)")
+    group.add_argument("--verbose", action="store_true",
+                       help="also Spark's and the JVM's own logs and progress bars (quiet by default)")
+    return parent
+
+
+def parser() -> argparse.ArgumentParser:
+    from amqpcap.commands import analyze, config, decode, run
+    top = argparse.ArgumentParser(prog="amqpcap", description="Captured AMQP 0-9-1 / 0-9 traffic to tables.",
+                                  epilog=EXIT_CODES)
+    top.add_argument("--version", action="version", version=version_text())
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = [settings_options(), console_options()]
+    for module in (decode, run, analyze, config):
+        sub = commands.add_parser(module.NAME, help=module.HELP, description=module.DESCRIPTION,
+                                  parents=common, epilog=EXIT_CODES,
+                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.main)
+    return top
+
+
+def version_text() -> str:
+    return f"amqpcap {__version__} (Python {sys.version.split()[0]})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from amqpcap.console import setup_logging
+    setup_logging(args.log_level, args.verbose)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"amqpcap: {error}", file=sys.stderr)
+        return USAGE
+    except KeyboardInterrupt:
+        print("amqpcap: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `| head` closed the pipe: not an error
+        sys.stderr.close()
+        return OK
+    except Exception:  # a bug: say so, distinctly from a capture that failed
+        log.exception("internal error (please report it with this traceback)")
+        return INTERNAL
+
+
+def load_settings(args: argparse.Namespace, extra: list[str] = ()):
+    """The settings from --config and --set (and a subcommand's named options, as overrides)."""
+    from amqp_decode.settings import SettingsError, load_settings as load
+    try:
+        return load(args.config, [*args.overrides, *extra])
+    except SettingsError as error:
+        raise UsageError(str(error)) from None
+

@@ -1,0 +1,84 @@
+"""Stage 2: one connection bucket -> every per-connection table, in one pass.
+
+The bucket's staged segments are read unit by unit (each file's units in order), the files merged
+by packet time as `amqpcap decode` merges files (rotated captures stitch), and fed to the same
+decoder; each record becomes its raw rows and passes through the analytics state machines
+(amqp_decode.tabulate). The task writes every table's rows as Parquet itself (pipelines.tablefiles)
+and returns only the files' metadata.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from typing import Iterator
+
+import pyarrow as pa
+
+from amqp_decode.decoder import SegmentDecoder
+from amqp_decode.packets import Segment
+from amqp_decode.settings import Settings
+from amqp_decode.tabulate import Tabulator
+from pipelines.stages.read import staged_path
+from pipelines.tablefiles import TableFiles, files_batch, filesystem_of
+
+BUCKETS_DDL = "bucket int, files string"
+
+
+def decode_task(batches: Iterator[pa.RecordBatch], staging: str, uris: list[str], settings_json: str,
+                run_id: str, root: str, frames_counter=None) -> Iterator[pa.RecordBatch]:
+    settings = Settings.from_json(settings_json)
+    for batch in batches:
+        for bucket, files in zip(batch.column("bucket").to_pylist(), batch.column("files").to_pylist()):
+            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root,
+                                    frames_counter)
+            if written:
+                yield files_batch(written)
+
+
+def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
+                  run_id: str, root: str, frames_counter=None) -> list[dict]:
+    """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
+    bucket, in byte order."""
+    writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
+    tabulator = Tabulator.for_settings(writer.add, settings, run_id)
+    decoder = SegmentDecoder(settings, uris)
+    filesystem, base = filesystem_of(staging)
+    streams = [_segments(filesystem, [staged_path(base, unit, bucket) for unit in units], file_index)
+               for file_index, units in files]
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[0])
+    frames = 0
+    record = tabulator.record
+    for _, file_index, segment in merged:
+        for item in decoder.feed(segment, file_index):
+            record(item)
+        if frames_counter is not None:
+            frames += 1
+    for item in decoder.finish():
+        record(item)
+    if frames_counter is not None:
+        frames_counter.add(frames)
+    return writer.close()
+
+
+def _segments(filesystem, paths: list[str], file_index: int) -> Iterator[tuple[int, int, Segment]]:
+    """(ts_ns, file index, segment) of one file's staged units, in capture order."""
+    for path in paths:
+        with filesystem.open_input_file(path) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                batch = reader.get_batch(i)
+                ts, _, src, sport, dst, dport, seq, ack, flags, payload = (c.to_pylist() for c in batch.columns)
+                for n in range(batch.num_rows):
+                    yield ts[n], file_index, Segment(ts[n], src[n], sport[n], dst[n], dport[n], seq[n], ack[n],
+                                                     flags[n], payload[n])
+
+
+def remove_staging(staging: str) -> None:
+    filesystem, base = filesystem_of(staging)
+    try:
+        filesystem.delete_dir(base)
+    except (FileNotFoundError, OSError):
+        if os.path.isdir(base):
+            raise

@@ -1,0 +1,145 @@
+"""Stage 1: read units -> TCP segments staged per connection bucket.
+
+A unit is a whole capture file or, for a big uncompressed one, a byte range of it (several tasks
+read one file). Each record's link/IP/TCP headers are parsed; the segment goes to the bucket of its
+connection (a stable hash of the 4-tuple, the same from either direction), into an Arrow IPC file
+per (unit, bucket) in capture order. The decode stage then reads, for its bucket, every unit's
+file: all segments of its connections, from every file of the run, and nothing else. What reading
+found (records, link types, damage) comes back as the unit's facts.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Iterator
+
+import pyarrow as pa
+
+from amqp_decode.capture import CaptureError, CaptureInfo, read_records
+from amqp_decode.packets import PacketParser
+from pipelines.inputs import fingerprint, open_input
+from pipelines.tablefiles import filesystem_of
+
+SEGMENTS = pa.schema([
+    ("ts_ns", pa.int64()), ("record", pa.int64()),  # record: index of the packet record in its unit
+    ("src", pa.binary()), ("sport", pa.int32()), ("dst", pa.binary()), ("dport", pa.int32()),
+    ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
+])
+UNITS_DDL = "unit int, file_index int, uri string, start bigint, end bigint, size bigint"
+READ_DDL = "unit int, file_index int, staged string, facts string"
+READ_SCHEMA = pa.schema([("unit", pa.int32()), ("file_index", pa.int32()), ("staged", pa.string()),
+                         ("facts", pa.string())])
+FLUSH_ROWS = 8192
+
+
+def bucket_of(src: bytes, sport: int, dst: bytes, dport: int, buckets: int) -> int:
+    """The connection's bucket: stable across processes and runs, and the same from either side."""
+    a, b = src + sport.to_bytes(2, "big"), dst + dport.to_bytes(2, "big")
+    return zlib.crc32(a + b if a <= b else b + a) % buckets
+
+
+def staged_path(staging: str, unit: int, bucket: int) -> str:
+    return f"{staging}/u{unit:06d}-b{bucket:05d}.arrow"
+
+
+def read_task(batches: Iterator[pa.RecordBatch], staging: str, buckets: int,
+              progress=None) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for unit in batch.to_pylist():
+            staged, facts = read_unit(unit, staging, buckets)
+            if progress is not None:
+                progress.add(unit["end"] - unit["start"] if unit["end"] is not None else max(unit["size"], 0))
+            yield pa.RecordBatch.from_pydict({"unit": [unit["unit"]], "file_index": [unit["file_index"]],
+                                              "staged": [json.dumps(staged)], "facts": [json.dumps(facts)]},
+                                             schema=READ_SCHEMA)
+
+
+def read_unit(unit: dict, staging: str, buckets: int) -> tuple[dict[int, int], dict]:
+    """Stage one unit; returns ({bucket: segments staged}, facts)."""
+    uri, start, end = unit["uri"], unit["start"], unit["end"]
+    info = CaptureInfo(uri, unit["size"])
+    parser = PacketParser()
+    writer = _BucketWriter(staging, unit["unit"], buckets)
+    status, error, records = "ok", None, 0
+    try:
+        with open_input(uri) as source:
+            for records, (ts_ns, link_type, data) in enumerate(_records(uri, info, source, start, end), 1):
+                segment = parser.parse(ts_ns, link_type, data)
+                if segment is not None:
+                    writer.add(segment, records - 1)
+    except CaptureError as failure:
+        status, error = "failed", failure.reason
+    except FileNotFoundError:
+        status, error = "failed", "no such file"
+    except OSError as failure:
+        status, error = "failed", f"cannot read: {failure}"
+    parser.finish()
+    staged = writer.close()
+    if status == "ok" and info.issues:
+        status, error = "partial", "; ".join(issue.detail for issue in info.issues)
+    facts = {"format": info.format, "link_types": info.link_type_names, "packets": info.records,
+             "captured_bytes": info.bytes, "first_ts_ns": info.first_ts_ns, "last_ts_ns": info.last_ts_ns,
+             "status": status, "error": error, "segments": sum(staged.values()),
+             "skipped_packets": dict(parser.skipped),
+             "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
+    return staged, facts
+
+
+def _records(uri, info, source, start, end):
+    if start == 0 and end is None:
+        return read_records(uri, info, source)
+    return read_records(uri, info, source, start=start, end=end)
+
+
+class _BucketWriter:
+    """Segments into one IPC file per bucket, columns accumulated and written in batches."""
+
+    def __init__(self, staging: str, unit: int, buckets: int) -> None:
+        self.filesystem, self.root = filesystem_of(staging)
+        self.unit = unit
+        self.buckets = buckets
+        self.columns: dict[int, list[list]] = {}
+        self.writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+        self.sinks: dict[int, object] = {}
+        self.counts: dict[int, int] = {}
+        self.keys: dict[tuple, int] = {}  # 4-tuple -> bucket (one hash per connection, not per packet)
+
+    def add(self, s, record: int) -> None:
+        key = (s.src, s.sport, s.dst, s.dport)
+        bucket = self.keys.get(key)
+        if bucket is None:
+            if len(self.keys) > 100_000:
+                self.keys.clear()
+            bucket = self.keys[key] = bucket_of(s.src, s.sport, s.dst, s.dport, self.buckets)
+        columns = self.columns.get(bucket)
+        if columns is None:
+            columns = self.columns[bucket] = [[] for _ in SEGMENTS]
+        for column, value in zip(columns, (s.ts_ns, record, s.src, s.sport, s.dst, s.dport, s.seq, s.ack,
+                                           s.flags, s.payload)):
+            column.append(value)
+        if len(columns[0]) >= FLUSH_ROWS:
+            self._flush(bucket)
+
+    def _flush(self, bucket: int) -> None:
+        columns = self.columns[bucket]
+        if not columns[0]:
+            return
+        batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SEGMENTS)],
+                                           schema=SEGMENTS)
+        writer = self.writers.get(bucket)
+        if writer is None:
+            path = staged_path(self.root, self.unit, bucket)
+            self.sinks[bucket] = sink = self.filesystem.open_output_stream(path)
+            writer = self.writers[bucket] = pa.ipc.new_file(sink, SEGMENTS)
+        writer.write_batch(batch)
+        self.counts[bucket] = self.counts.get(bucket, 0) + batch.num_rows
+        self.columns[bucket] = [[] for _ in SEGMENTS]
+
+    def close(self) -> dict[int, int]:
+        for bucket in list(self.columns):
+            self._flush(bucket)
+        for bucket, writer in self.writers.items():
+            writer.close()
+            self.sinks[bucket].close()
+        return self.counts

@@ -1,0 +1,138 @@
+"""Table rows to Parquet files, on the executors: what every task that produces rows writes with.
+
+One file per (table, date) per task under `<root>/<table>/date=<d>/`, with exactly the table's
+declared Arrow schema (amqp_decode.tables; the `date` partition lives in the path, as Delta does),
+and its metadata for the commit: path, size, rows, the captures it holds, and the statistics Delta
+readers skip files with, taken from the Parquet footer. No table data goes back to the driver.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from amqp_decode.tables import TABLES, Table
+
+FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures string, stats string"
+
+
+def filesystem_of(root: str) -> tuple[pafs.FileSystem, str]:
+    if "://" in root and not root.startswith("file://"):
+        return pafs.FileSystem.from_uri(root)
+    import os
+    return pafs.LocalFileSystem(), os.path.abspath(root.removeprefix("file://"))
+
+
+def rows_to_batch(table: Table, rows: list[dict], constants: dict | None = None,
+                  without: tuple[str, ...] = ()) -> pa.RecordBatch:
+    """Rows (dicts keyed by column) as a batch with exactly the table's schema, less `without`;
+    `constants`: columns with one value for every row (run_id)."""
+    schema = table.arrow(without)
+    columns = []
+    for field in schema:
+        if constants and field.name in constants:
+            columns.append(pa.array([constants[field.name]] * len(rows), type=field.type))
+        else:
+            columns.append(pa.array([row.get(field.name) for row in rows], type=field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+class TableFiles:
+    """Collects rows per table and writes them as Parquet as they come (bounded memory)."""
+
+    def __init__(self, root: str, run_id: str, tag: str = "", batch_rows: int = 10_000) -> None:
+        self.filesystem, self.root = filesystem_of(root)
+        self.run_id = run_id
+        self.tag = tag
+        self.batch_rows = batch_rows
+        self.rows: dict[str, list[dict]] = {}
+        self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
+
+    def add(self, table: Table, row: dict) -> None:
+        rows = self.rows.setdefault(table.name, [])
+        rows.append(row)
+        if len(rows) >= self.batch_rows:
+            self._flush(table.name)
+
+    def close(self) -> list[dict]:
+        """Write what is left, close every file; their metadata."""
+        for name in list(self.rows):
+            self._flush(name)
+        files = []
+        for (name, day), (writer, relative, captures) in self.writers.items():
+            writer.close()
+            path = f"{self.root}/{name}/{relative}"
+            metadata = pq.read_metadata(path, filesystem=self.filesystem)
+            files.append({"table": name, "path": relative, "size": self.filesystem.get_file_info(path).size,
+                          "date": day, "rows": metadata.num_rows, "captures": json.dumps(sorted(captures)),
+                          "stats": json.dumps(stats(metadata))})
+        self.writers.clear()
+        return files
+
+    def _flush(self, name: str) -> None:
+        rows, self.rows[name] = self.rows[name], []
+        if not rows:
+            return
+        table = TABLES[name]
+        by_day: dict[str, list[dict]] = {}
+        for row in rows:
+            by_day.setdefault(row["date"].isoformat(), []).append(row)
+        for day, part in by_day.items():
+            batch = rows_to_batch(table, part, {"run_id": self.run_id}, without=("date",))
+            key = (name, day)
+            if key not in self.writers:
+                relative = f"date={day}/part-{self.run_id[:8]}-{self.tag}{uuid.uuid4().hex[:12]}.parquet"
+                path = f"{self.root}/{name}/{relative}"
+                self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                self.writers[key] = (pq.ParquetWriter(path, batch.schema, filesystem=self.filesystem,
+                                                      compression="zstd"), relative, set())
+            writer, _, captures = self.writers[key]
+            writer.write_batch(batch)
+            key_column = table.replace_key
+            captures.update(row[key_column] for row in part if row.get(key_column) is not None)
+
+
+FILES_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("size", pa.int64()),
+                          ("date", pa.string()), ("rows", pa.int64()), ("captures", pa.string()),
+                          ("stats", pa.string())])
+
+
+def files_batch(files: list[dict]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({name: [f[name] for f in files] for name in FILES_SCHEMA.names},
+                                      schema=FILES_SCHEMA)
+
+
+def stats(metadata: pq.FileMetaData) -> dict:
+    """Delta's per-file statistics from the Parquet footer: record count, min/max, null counts of
+    every flat column (what delta readers prune files with)."""
+    minimum, maximum, nulls = {}, {}, {}
+    flat = {field.name for field in metadata.schema.to_arrow_schema()
+            if not pa.types.is_nested(field.type) and not pa.types.is_binary(field.type)}
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for leaf in range(row_group.num_columns):  # leaves: a map or list column has several
+            column = row_group.column(leaf)
+            name = column.path_in_schema
+            statistics = column.statistics
+            if name not in flat or statistics is None:
+                continue
+            nulls[name] = nulls.get(name, 0) + (statistics.null_count or 0)
+            if statistics.has_min_max:
+                low, high = _json(statistics.min), _json(statistics.max)
+                minimum[name] = low if name not in minimum else min(minimum[name], low)
+                maximum[name] = high if name not in maximum else max(maximum[name], high)
+    return {"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum, "nullCount": nulls}
+
+
+def _json(value):
+    if isinstance(value, datetime.datetime):
+        value = value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+        return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
