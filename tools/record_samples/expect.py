@@ -27,6 +27,7 @@ class Expect:
         self.heartbeats_min = {"C>S": 0, "S>C": 0}
         self.not_decodable = {"C>S": Counter(), "S>C": Counter()}
         self.notes: list[str] = []
+        self.cuts: list[dict] | None = None  # long_connection only: record indices to split the capture at
 
     # ---- methods
     def c(self, name: str, n: int = 1):
@@ -113,7 +114,7 @@ class Expect:
             "heartbeats_min": self.heartbeats_min,
             "not_decodable": {d: dict(c) for d, c in self.not_decodable.items() if c},
             "notes": " ".join(self.notes),
-        }
+        } | ({"cuts": self.cuts} if self.cuts is not None else {})
 
     def write(self, path):
         with open(path, "w") as f:

@@ -83,6 +83,8 @@ def run_scenario(name: str) -> None:
         raise
     err = cap.stop()
     print("   " + " | ".join(l for l in err.splitlines() if "packets" in l.lower() or "dropped" in l), flush=True)
+    if getattr(ctx, "after_capture", None):  # facts that need the record numbers (long_connection's cuts)
+        ctx.after_capture(raw_path)
     if sc.fmt == "pcap.gz":
         with open(raw_path, "rb") as src, gzip.GzipFile(final, "wb", mtime=0) as dst:
             shutil.copyfileobj(src, dst)

@@ -820,3 +820,7 @@ def protocol_headers(ctx):
     exp.note("connection.start of the 0-9 connection carries version-major 0, version-minor 9. The two "
              "refused connections contain no AMQP frame: only the client's bytes and the broker's "
              "8-byte protocol header before FIN.")
+
+
+# scenarios kept in their own modules register themselves on import
+from . import long_connection, other_clients  # noqa: E402,F401

@@ -100,6 +100,53 @@ def resync_copy(path: Path) -> tuple[Path, int]:
     return dst, first
 
 
+def verify_cuts(out_dir: Path, exp: dict) -> list[str]:
+    """long_connection's `cuts`: (1) tshark's methods in records[:index] are the methods_before
+    the scenario knew; (2) tshark reassembles the record before the cut and the record after it
+    into the same AMQP PDU, a body frame (type 3) of the announced size, which starts in the record
+    before the cut."""
+    import gzip
+    from .pcaprecords import write_records
+    src = out_dir / exp["capture"]["file"]
+    plain = Path("/tmp") / f"cuts-{exp['scenario']}.pcap"
+    opener = gzip.open if src.name.endswith(".gz") else open
+    with opener(src, "rb") as f:
+        plain.write_bytes(f.read())
+    rows = {}
+    out = subprocess.run(["tshark", "-2", "-r", str(plain), "-d", "tcp.port==5672,amqp", "-T", "fields",
+                          "-e", "frame.number", "-e", "tcp.dstport", "-e", "tcp.len", "-e", "tcp.reassembled_in",
+                          "-e", "amqp.type", "-e", "amqp.length", "-E", "occurrence=a", "-E", "aggregator=,"],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        num, dport, tlen, rin, types, lengths = (line.split("\t") + [""] * 6)[:6]
+        rows[int(num)] = (dport, int(tlen or 0), rin, types.split(",") if types else [],
+                          [int(x) for x in lengths.split(",") if x])
+    diffs = []
+    for cut in exp["cuts"]:
+        i, name = cut["index"], cut["name"]
+        night = Path("/tmp") / f"cut-{exp['scenario']}-{i}.pcap"
+        write_records(plain, night, 0, i)
+        got = tshark_counts(night)["methods"]
+        for d in ("C>S", "S>C"):
+            want = Counter(cut["methods_before"][d])
+            if got[d] != want:
+                diffs.append(f"cut {name} ({i}) {d}: methods before differ: expected {dict(want)}, tshark {dict(got[d])}")
+        before, after = rows[i], rows[i + 1]        # tshark frame numbers are 1-based
+        size = cut["inside"]["body_frame_size"]
+        ok = before[0] == after[0] == "5672" and before[1] and after[1] and before[2] and \
+            before[2] in (after[2], str(i + 1))
+        if ok:
+            pdu = int(before[2])
+            kinds = rows[pdu][3]
+            ok = bool(kinds) and kinds[0 if pdu != i + 1 else -1] == "3" and size in rows[pdu][4]
+            prev = next((n for n in range(i - 1, 0, -1) if rows[n][0] == "5672" and rows[n][1]), None)
+            ok = ok and (prev is None or rows[prev][2] != before[2])  # the frame starts in the record before
+        if not ok:
+            diffs.append(f"cut {name} ({i}): records {i - 1}/{i} are not inside one body frame for tshark: "
+                         f"{before} / {after}")
+    return diffs
+
+
 def verify_all(out_dir: Path, names) -> bool:
     ok = True
     print("\n| capture | tshark vs expected.json |\n|---|---|")
@@ -124,5 +171,11 @@ def verify_all(out_dir: Path, names) -> bool:
             print(f"| {exp['capture']['file']} (from packet {first}, tshark resynchronised by hand) | "
                   + ("agree" if not rdiffs else "DIFFER: " + "; ".join(rdiffs)) + " |")
             diffs = rdiffs
+        if "cuts" in exp:
+            cdiffs = verify_cuts(out_dir, exp)
+            print(f"| {exp['capture']['file']} cuts at records {[c['index'] for c in exp['cuts']]} | "
+                  + ("agree (methods before each cut; record before/after inside one body frame)" if not cdiffs
+                     else "DIFFER: " + "; ".join(cdiffs)) + " |")
+            diffs = diffs + cdiffs
         ok = ok and all(x.startswith("note:") for x in diffs)
     return ok
