@@ -38,8 +38,12 @@ def message_flows(publishes: list[dict], deliveries: list[dict]) -> list[dict]:
 
 
 @functools.lru_cache(maxsize=4)
-def tabulated_folder(folder: str) -> dict[str, list[dict]]:
-    return tabulate(expand_inputs([folder]))
+def tabulated_folder(folder: str, only: tuple[str, ...] | None = None) -> dict[str, list[dict]]:
+    """Every table of the captures in `folder` (only those named in `only`, relative paths)."""
+    paths = expand_inputs([folder])
+    if only is not None:
+        paths = [p for p in paths if os.path.relpath(p, folder) in only]
+    return tabulate(paths)
 
 
 def canonical(table: str, rows: list[dict], root: str, columns: list[str] | None = None) -> list[str]:
