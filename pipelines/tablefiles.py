@@ -30,15 +30,14 @@ def filesystem_of(root: str) -> tuple[pafs.FileSystem, str]:
 
 def rows_to_batch(table: Table, rows: list[dict], constants: dict | None = None,
                   without: tuple[str, ...] = ()) -> pa.RecordBatch:
-    """Rows (dicts keyed by column) as a batch with exactly the table's schema, less `without`;
-    `constants`: columns with one value for every row (run_id)."""
+    """Rows (dicts keyed by column; absent keys are null) as a batch with exactly the table's
+    schema, less `without`; `constants`: columns with one value for every row (run_id)."""
     schema = table.arrow(without)
-    columns = []
-    for field in schema:
-        if constants and field.name in constants:
-            columns.append(pa.array([constants[field.name]] * len(rows), type=field.type))
-        else:
-            columns.append(pa.array([row.get(field.name) for row in rows], type=field.type))
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)  # row to column in C++: ~10x a Python loop
+    if not constants:
+        return batch
+    columns = [pa.array([constants[f.name]] * len(rows), type=f.type) if f.name in constants else batch.column(i)
+               for i, f in enumerate(schema)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="capture files, directories (searched for captures), globs, or - for stdin")
     view = parser.add_argument_group("output")
     view.add_argument("--jsonl", action="store_true", help="one JSON object per line (docs/decode.md)")
+    view.add_argument("--stats", action="store_true",
+                      help="per-connection summaries, errors by reply code, and deliver->ack, publish->confirm "
+                      "and RPC latency percentiles, instead of the frames")
+    view.add_argument("--json", action="store_true", help="with --stats: the statistics as one JSON object")
     view.add_argument("--quiet", action="store_true", help="no summary on stderr")
     shorthands = parser.add_argument_group("shorthands for settings")
     shorthands.add_argument("--port", type=int, action="append", metavar="N",
@@ -75,9 +79,12 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"no capture files in {' '.join(args.captures)}")
     decoder = CaptureDecoder(settings)
     out = sys.stdout.buffer
-    render = _json_line if args.jsonl else _text_line
-    for record in decoder.decode(args.captures):
-        out.write(render(record))
+    if args.stats:
+        _stats(decoder, args, settings, out)
+    else:
+        render = _json_line if args.jsonl else _text_line
+        for record in decoder.decode(args.captures):
+            out.write(render(record))
     out.flush()
     stats = decoder.stats
     for path, reason in stats.failed.items():
@@ -85,6 +92,19 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         _summary(stats)
     return CAPTURE_FAILED if stats.failed else OK
+
+
+def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> None:
+    """The same state machines as the lake's analytics tables, summarised."""
+    from amqp_decode.analytics.stats import Stats, render_text
+    from amqp_decode.tabulate import Tabulator
+    stats = Stats()
+    tabulator = Tabulator.for_settings(stats.emit, settings)
+    for record in decoder.decode(args.captures, ends=True):
+        tabulator.record(record)
+    summary = stats.summary()
+    out.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE) if args.json
+              else render_text(summary).encode())
 
 
 def _json_default(value):
