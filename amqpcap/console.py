@@ -17,3 +17,77 @@ def setup_logging(level: str = "INFO", verbose: bool = False) -> None:
     # py4j logs every gateway call at INFO/DEBUG; Spark's JVM logs go through log4j (quiet unless
     # --verbose, see pipelines.session)
     logging.getLogger("py4j").setLevel(logging.DEBUG if verbose else logging.ERROR)
+
+
+class JobDisplay:
+    """One live view of a running job: bytes read, segments decoded, records made, the phase, the
+    time so far and an estimate of what is left. A progress bar (rich) on a terminal; elsewhere
+    (cron, CI) a plain line every `every` seconds. It polls the counters the tasks leave in the
+    staging area (pipelines.progress), so it moves while a big file is being read."""
+
+    def __init__(self, total_bytes: int, files: int, every: float = 15.0, terminal: bool | None = None) -> None:
+        import threading
+        import time
+        self.total_bytes = max(total_bytes, 1)
+        self.files = files
+        self.every = every
+        self.terminal = sys.stderr.isatty() if terminal is None else terminal
+        self.started = time.monotonic()
+        self.staging: str | None = None
+        self.name = "starting"
+        self.segments = 0  # staged segments to decode, once known
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="progress", daemon=True)
+        self.log = logging.getLogger("amqpcap")
+
+    def start(self, staging: str) -> None:
+        self.staging = staging
+        self.thread.start()
+
+    def phase(self, name: str, segments: int | None = None) -> None:
+        self.name = name
+        if segments is not None:
+            self.segments = segments
+        if not self.terminal:
+            self.log.info(self._line(self._counters()))
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _counters(self) -> dict:
+        from pipelines.progress import totals
+        return totals(self.staging) if self.staging else {}
+
+    def _loop(self) -> None:
+        if not self.terminal:
+            while not self.done.wait(self.every):
+                self.log.info(self._line(self._counters()))
+            return
+        from rich.console import Console
+        from rich.live import Live
+        with Live(console=Console(stderr=True), refresh_per_second=4, transient=True) as live:
+            while not self.done.wait(0.25):
+                live.update(self._line(self._counters()))
+
+    def _line(self, counters: dict) -> str:
+        import time
+        elapsed = time.monotonic() - self.started
+        read = counters.get("bytes", 0)
+        decoded = counters.get("segments", 0)
+        parts = [f"{self.name:<13}", f"read {read / 1e6:,.0f}/{self.total_bytes / 1e6:,.0f} MB "
+                 f"({min(read / self.total_bytes, 1):.0%}) of {self.files} files"]
+        if self.segments:
+            parts.append(f"decoded {min(decoded / self.segments, 1):.0%} ({counters.get('records', 0):,} records)")
+        parts.append(f"{_clock(elapsed)} elapsed")
+        fraction = (read / self.total_bytes) * 0.4 + (decoded / self.segments if self.segments else 0) * 0.6
+        if 0.02 < fraction < 1:
+            parts.append(f"ETA {_clock(elapsed * (1 - fraction) / fraction)}")
+        return " · ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"

@@ -42,9 +42,12 @@ def main(args: argparse.Namespace) -> int:
     from pipelines.jobs.nightly import run
     from pipelines.session import build_session
     from pipelines.sinks import EngineError
+    from amqpcap.console import JobDisplay
+    display = JobDisplay(sum(max(f.size, 0) for f in files), len(files))
     spark = build_session(settings, args.master, verbose=args.verbose)
     try:
-        summary = run(spark, files, settings, lake, args.run_id or str(uuid.uuid4()), started=STARTED)
+        summary = run(spark, files, settings, lake, args.run_id or str(uuid.uuid4()), started=STARTED,
+                      display=display)
     except EngineError as error:
         raise UsageError(str(error)) from None
     finally:

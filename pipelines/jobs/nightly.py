@@ -78,31 +78,37 @@ class RunSummary:
 
 
 def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: str,
-        started: float | None = None) -> RunSummary:
-    """Decode `files` into the lake: every table, one commit each."""
+        started: float | None = None, display=None) -> RunSummary:
+    """Decode `files` into the lake: every table, one commit each. `display`: a live view of the
+    run (amqpcap.console.JobDisplay), told of each phase."""
     from pipelines.sinks import choose_sink
     from pipelines.stages.decode import remove_staging
 
     summary = RunSummary(run_id, started or time.time(), files=len(files))
     clock = time.monotonic()
 
-    def phase(name: str) -> None:
+    def phase(name: str, following: str | None = None, **info) -> None:
         nonlocal clock
         now = time.monotonic()
         summary.phases[name] = round(now - clock, 3)
         clock = now
+        if display is not None and following:
+            display.phase(following, **info)
 
     staging = staging_dir(spark, settings, lake, run_id)
     sink = choose_sink(settings.lake.engine, spark, lake, staging)
     summary.engine = sink.name
     log.info("run %s: %d files, %.1f MB", run_id, len(files), sum(max(f.size, 0) for f in files) / 1e6)
+    if display is not None:
+        display.start(staging)
+        display.phase("reading")
     try:
         units = read_stage(spark, files, settings, staging)
-        phase("read")
+        phase("read", "decoding", segments=sum(n for staged, _ in units[1].values() for n in staged.values()))
         written = decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id)
-        phase("decode")
+        phase("decode", "message flows")
         written += flows_stage(spark, written, settings, sink.table_root(), run_id)
-        phase("message_flows")
+        phase("message_flows", "committing")
         captures, replaced = capture_rows(files, units, lake, run_id, summary)
         written += captures
         for f in written:
@@ -110,6 +116,8 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         summary.versions = sink.commit(written, replaced, run_id, TABLES)
         phase("commit")
     finally:
+        if display is not None:
+            display.stop()
         remove_staging(staging)
     return summary
 

@@ -20,6 +20,7 @@ from amqp_decode.decoder import SegmentDecoder
 from amqp_decode.packets import Segment
 from amqp_decode.settings import Settings
 from amqp_decode.tabulate import Tabulator
+from pipelines.progress import TaskProgress
 from pipelines.stages.read import staged_path
 from pipelines.tablefiles import TableFiles, files_batch, filesystem_of
 
@@ -27,18 +28,19 @@ BUCKETS_DDL = "bucket int, files string"
 
 
 def decode_task(batches: Iterator[pa.RecordBatch], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str, frames_counter=None) -> Iterator[pa.RecordBatch]:
+                run_id: str, root: str) -> Iterator[pa.RecordBatch]:
     settings = Settings.from_json(settings_json)
     for batch in batches:
         for bucket, files in zip(batch.column("bucket").to_pylist(), batch.column("files").to_pylist()):
-            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root,
-                                    frames_counter)
+            progress = TaskProgress(staging, f"decode-{bucket}")
+            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress)
+            progress.close()
             if written:
                 yield files_batch(written)
 
 
 def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
-                  run_id: str, root: str, frames_counter=None) -> list[dict]:
+                  run_id: str, root: str, progress: TaskProgress | None = None) -> list[dict]:
     """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
     bucket, in byte order."""
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
@@ -48,17 +50,21 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
     streams = [_segments(filesystem, [staged_path(base, unit, bucket) for unit in units], file_index)
                for file_index, units in files]
     merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[0])
-    frames = 0
+    segments = records = 0
     record = tabulator.record
     for _, file_index, segment in merged:
         for item in decoder.feed(segment, file_index):
             record(item)
-        if frames_counter is not None:
-            frames += 1
+            records += 1
+        segments += 1
+        if segments % 4096 == 0 and progress is not None:
+            progress.add(segments=4096, records=records)
+            records = 0
     for item in decoder.finish():
         record(item)
-    if frames_counter is not None:
-        frames_counter.add(frames)
+        records += 1
+    if progress is not None:
+        progress.add(segments=segments % 4096, records=records)
     return writer.close()
 
 

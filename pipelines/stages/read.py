@@ -19,6 +19,7 @@ import pyarrow as pa
 from amqp_decode.capture import CaptureError, CaptureInfo, read_records
 from amqp_decode.packets import PacketParser
 from pipelines.inputs import fingerprint, open_input
+from pipelines.progress import TaskProgress
 from pipelines.tablefiles import filesystem_of
 
 SEGMENTS = pa.schema([
@@ -31,6 +32,7 @@ READ_DDL = "unit int, file_index int, staged string, facts string"
 READ_SCHEMA = pa.schema([("unit", pa.int32()), ("file_index", pa.int32()), ("staged", pa.string()),
                          ("facts", pa.string())])
 FLUSH_ROWS = 8192
+REPORT_EVERY = 4096  # records between two progress reports
 
 
 def bucket_of(src: bytes, sport: int, dst: bytes, dport: int, buckets: int) -> int:
@@ -43,19 +45,19 @@ def staged_path(staging: str, unit: int, bucket: int) -> str:
     return f"{staging}/u{unit:06d}-b{bucket:05d}.arrow"
 
 
-def read_task(batches: Iterator[pa.RecordBatch], staging: str, buckets: int,
-              progress=None) -> Iterator[pa.RecordBatch]:
+def read_task(batches: Iterator[pa.RecordBatch], staging: str, buckets: int) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for unit in batch.to_pylist():
-            staged, facts = read_unit(unit, staging, buckets)
-            if progress is not None:
-                progress.add(unit["end"] - unit["start"] if unit["end"] is not None else max(unit["size"], 0))
+            progress = TaskProgress(staging, f"read-{unit['unit']}")
+            staged, facts = read_unit(unit, staging, buckets, progress)
+            progress.close()
             yield pa.RecordBatch.from_pydict({"unit": [unit["unit"]], "file_index": [unit["file_index"]],
                                               "staged": [json.dumps(staged)], "facts": [json.dumps(facts)]},
                                              schema=READ_SCHEMA)
 
 
-def read_unit(unit: dict, staging: str, buckets: int) -> tuple[dict[int, int], dict]:
+def read_unit(unit: dict, staging: str, buckets: int,
+              progress: TaskProgress | None = None) -> tuple[dict[int, int], dict]:
     """Stage one unit; returns ({bucket: segments staged}, facts)."""
     uri, start, end = unit["uri"], unit["start"], unit["end"]
     info = CaptureInfo(uri, unit["size"])
@@ -64,10 +66,17 @@ def read_unit(unit: dict, staging: str, buckets: int) -> tuple[dict[int, int], d
     status, error, records = "ok", None, 0
     try:
         with open_input(uri) as source:
+            read = 0
             for records, (ts_ns, link_type, data) in enumerate(_records(uri, info, source, start, end), 1):
+                read += len(data) + 16
                 segment = parser.parse(ts_ns, link_type, data)
                 if segment is not None:
                     writer.add(segment, records - 1)
+                if records % REPORT_EVERY == 0 and progress is not None:
+                    progress.add(bytes=read, packets=REPORT_EVERY)
+                    read = 0
+            if progress is not None:
+                progress.add(bytes=read, packets=records % REPORT_EVERY)
     except CaptureError as failure:
         status, error = "failed", failure.reason
     except FileNotFoundError:

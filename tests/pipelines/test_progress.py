@@ -1,0 +1,72 @@
+"""Live progress: tasks leave their counters in the staging area while they run; the driver sums
+them; the console shows one line (plain when not a terminal)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from pipelines.inputs import canonical_uri
+from pipelines.progress import TaskProgress, totals
+from pipelines.stages.read import read_unit
+from tests.capture.conftest import SAMPLES
+
+
+def test_counters_of_every_task_are_summed(tmp_path):
+    first, second = TaskProgress(str(tmp_path), "read-0"), TaskProgress(str(tmp_path), "read-1")
+    first.add(bytes=10, packets=1)
+    first.close()
+    second.add(bytes=5)
+    second._write(False)
+    assert totals(str(tmp_path)) == {"tasks": 2, "done": 1, "bytes": 15, "packets": 1}
+    assert totals(str(tmp_path / "nothing-yet")) == {"tasks": 0, "done": 0}
+
+
+class Recorder(TaskProgress):
+    def __init__(self):
+        super().__init__(None, "x")
+        self.calls = []
+
+    def add(self, **counts):
+        self.calls.append(counts)
+
+
+def long_capture(path, copies: int) -> None:
+    """A pcap of `copies` back-to-back replays of a sample's records (times shifted forward)."""
+    import struct
+    data = (SAMPLES / "channels_qos_get.pcap").read_bytes()
+    header, records, pos = data[:24], [], 24
+    while pos < len(data):
+        sec, usec, caplen, length = struct.unpack_from("<IIII", data, pos)
+        records.append((sec, usec, data[pos + 16:pos + 16 + caplen], length))
+        pos += 16 + caplen
+    with open(path, "wb") as out:
+        out.write(header)
+        for copy in range(copies):
+            for sec, usec, body, length in records:
+                out.write(struct.pack("<IIII", sec + copy * 100, usec, len(body), length) + body)
+
+
+def test_reading_reports_as_it_goes_not_only_at_the_end(tmp_path):
+    from pipelines.stages.read import REPORT_EVERY
+    path = tmp_path / "long.pcap"
+    long_capture(path, 200)
+    recorder = Recorder()
+    unit = {"unit": 0, "file_index": 0, "uri": canonical_uri(str(path)), "start": 0, "end": None,
+            "size": os.path.getsize(path)}
+    _, facts = read_unit(unit, str(tmp_path), 2, recorder)
+    assert facts["packets"] > 3 * REPORT_EVERY
+    assert len(recorder.calls) == facts["packets"] // REPORT_EVERY + 1  # steadily, not once at the end
+    assert sum(c["packets"] for c in recorder.calls) == facts["packets"]
+    assert sum(c["bytes"] for c in recorder.calls) == facts["captured_bytes"] + 16 * facts["packets"]
+
+
+def test_the_plain_display_logs_lines(tmp_path, caplog):
+    from amqpcap.console import JobDisplay
+    TaskProgress(str(tmp_path), "read-0").add(bytes=500_000)
+    display = JobDisplay(1_000_000, 2, terminal=False)
+    display.staging = str(tmp_path)
+    with caplog.at_level(logging.INFO, logger="amqpcap"):
+        logging.getLogger("amqpcap").propagate = True
+        display.phase("reading")
+    assert "read 0/1 MB (50%) of 2 files" in caplog.text or "(50%) of 2 files" in caplog.text
