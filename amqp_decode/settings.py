@@ -140,6 +140,15 @@ class JobSection(Section):
         "executor can reach. Empty: a temporary directory on local masters, else <lake>/_staging.")
 
 
+class MaintainSection(Section):
+    """amqpcap maintain: table upkeep."""
+
+    retention_hours: int = Field(
+        168, ge=0, description="Files no longer in a table's current version are deleted once older than this "
+        "(Delta vacuum); time travel to versions older than this is then lost.")
+    target_file_mb: int = Field(128, gt=0, description="Small files are compacted into files of about this size.")
+
+
 class SparkSection(Section):
     """The Spark session."""
 
@@ -162,6 +171,7 @@ class Settings(Section):
     analytics: AnalyticsSection = Field(default_factory=AnalyticsSection)
     lake: LakeSection = Field(default_factory=LakeSection)
     job: JobSection = Field(default_factory=JobSection)
+    maintain: MaintainSection = Field(default_factory=MaintainSection)
     spark: SparkSection = Field(default_factory=SparkSection)
 
     def replace(self, **sections: dict) -> "Settings":

@@ -593,6 +593,23 @@ class MessageFlowsRow(TypedDict, total=False):
     run_id: Run
 
 
+class RunsRow(TypedDict, total=False):
+    """The run log: one row per run that completed (its row is written after every table commit of
+    the run, and is what makes the run visible to readers)."""
+
+    date: Date
+    run_id: Run
+    kind: Annotated[str | None, "string", "run (amqpcap run), analyze (a rebuild), repair or maintain"]
+    started_at: Annotated[int | None, "timestamp", "when the run began"]
+    finished_at: Annotated[int | None, "timestamp", "when its last table commit was done"]
+    captures: Annotated[list[str] | None, "array<string>", "the captures it read"]
+    replaced: Annotated[list[str] | None, "array<string>",
+                        "the captures whose rows it replaced (its own, and earlier names of the same bytes)"]
+    versions: Annotated[list[tuple[str, str]] | None, "map<string,string>",
+                        "table -> the Delta version the run committed"]
+    summary_json: Annotated[str | None, "string", "the run's summary (amqpcap run --summary-json), as JSON"]
+
+
 CAPTURES = Table.of("captures", CapturesRow, replace_key="path")
 FRAMES = Table.of("frames", FramesRow)
 MESSAGES = Table.of("messages", MessagesRow)
@@ -607,6 +624,7 @@ CHANNELS = Table.of("channels", ChannelsRow)
 HEARTBEATS = Table.of("heartbeats", HeartbeatsRow)
 FLOW_CONTROL = Table.of("flow_control", FlowControlRow)
 MESSAGE_FLOWS = Table.of("message_flows", MessageFlowsRow)
+RUNS = Table.of("runs", RunsRow, replace_key="run_id")
 
 # The registry: every table of the lake, in the order the docs list them.
 RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
@@ -614,10 +632,12 @@ RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
 CONNECTION_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
 # Across connections: built after decoding from the per-message rows of publishes and deliveries.
 ANALYTICS_TABLES = CONNECTION_TABLES + (MESSAGE_FLOWS,)
-TABLES = {t.name: t for t in RAW_TABLES + ANALYTICS_TABLES}
+# The run log (pipelines.runlog): never replaced, only appended.
+LOG_TABLES = (RUNS,)
+TABLES = {t.name: t for t in RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES}
 
 
-def markdown(tables=RAW_TABLES + ANALYTICS_TABLES) -> str:
+def markdown(tables=RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES) -> str:
     lines = ["# Tables", "",
              "Generated from `amqp_decode/tables.py` (`python -m amqp_decode.tables > docs/tables.md`); "
              "do not edit by hand. All tables are Delta, partitioned by `date` (UTC date of the "

@@ -6,19 +6,21 @@ from amqp_decode.tables import TABLES, Table
 from pipelines.sinks import delta_spark_loaded, table_uri
 
 
-def read_table(spark, lake: str, table: Table | str):
-    """A lake table as a Spark DataFrame: through delta-spark when its classes are loaded, else from
-    the active files in the Delta log (delta-rs)."""
-    from deltalake import DeltaTable
-
+def read_table(spark, lake: str, table: Table | str, version: int | None = None):
+    """A lake table as a Spark DataFrame, as of the lake's last complete run (pipelines.runlog: a run
+    still committing, or interrupted, is not seen): through delta-spark when its classes are loaded,
+    else from that version's files in the Delta log (delta-rs)."""
+    from pipelines.runlog import snapshot, table_files
     from pipelines.spark_types import struct_type
     table = TABLES[table] if isinstance(table, str) else table
     uri = table_uri(lake, table)
-    if delta_spark_loaded(spark):
-        return spark.read.format("delta").load(uri).select(*table.names)
-    if not DeltaTable.is_deltatable(uri):
+    if version is None:
+        version = snapshot(lake).get(table.name)
+    if version is None:
         return spark.createDataFrame([], struct_type(table))
-    files = DeltaTable(uri).file_uris()
+    if delta_spark_loaded(spark):
+        return spark.read.format("delta").option("versionAsOf", version).load(uri).select(*table.names)
+    files = table_files(lake, table, version)
     if not files:
         return spark.createDataFrame([], struct_type(table))
     frame = spark.read.option("basePath", uri).schema(struct_type(table)).parquet(*files)

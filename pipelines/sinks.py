@@ -12,18 +12,10 @@ A rerun replaces the rows of its captures (the table's replace key: `capture`, o
 
 from __future__ import annotations
 
-import json
 import os
-import time
-import uuid
 from typing import Protocol
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
-from amqp_decode.tables import TABLES, Table
-from pipelines.tablefiles import filesystem_of, stats
+from amqp_decode.tables import Table
 
 
 class Sink(Protocol):
@@ -32,8 +24,9 @@ class Sink(Protocol):
     def table_root(self) -> str:
         """Where executors write this run's table files (`<root>/<table>/date=D/...`)."""
 
-    def commit(self, files: list[dict], replaced: set[str] | None, run_id: str,
-               tables: tuple[Table, ...]) -> dict[str, int]:
+    def commit(self, files: list[dict], replaced: set[str] | None, run_id: str, tables: tuple[Table, ...],
+               kind: str = "run", captures=(), summary: dict | None = None, started: float | None = None
+               ) -> dict[str, int]:
         """Make `files` (metadata rows from pipelines.tablefiles) the tables' new rows, replacing
         those of the `replaced` captures (None: every row, a rebuild); the versions written."""
 
@@ -77,79 +70,11 @@ class DeltaRsSink:
     def table_root(self) -> str:
         return self.lake
 
-    def commit(self, files, replaced, run_id, tables):
-        """One transaction per table; if one fails, the tables this run already committed are
-        restored to their versions before the run (no partial run is left)."""
-        from deltalake import DeltaTable
-        versions: dict[str, int] = {}
-        before: dict[str, int] = {}
-        try:
-            for table in tables:
-                uri = table_uri(self.lake, table)
-                if DeltaTable.is_deltatable(uri):
-                    before[table.name] = DeltaTable(uri).version()
-                mine = [f for f in files if f["table"] == table.name]
-                versions[table.name] = self._commit(table, mine, replaced, run_id)
-        except Exception:
-            for name in versions:
-                if name in before:
-                    DeltaTable(table_uri(self.lake, name)).restore(before[name])
-            raise
-        return versions
-
-    def _commit(self, table: Table, files: list[dict], replaced: set[str] | None, run_id: str) -> int:
-        from deltalake import CommitProperties, DeltaTable, Schema
-        from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
-
-        uri = table_uri(self.lake, table)
-        now = int(time.time() * 1000)
-        properties = CommitProperties(custom_metadata={
-            "run_id": run_id, "captures": "all" if replaced is None else str(len(replaced))})
-        schema = table.arrow(without=("date",)).remove_metadata()
-        schema = pa.schema([pa.field("date", pa.date32()), *schema])
-        adds = [AddAction(f["path"], f["size"], {"date": f["date"]}, now, True, f["stats"]) for f in files]
-        if not DeltaTable.is_deltatable(uri):
-            create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",
-                                          partition_by=["date"], commit_properties=properties)
-            return DeltaTable(uri).version()
-        existing = DeltaTable(uri)
-        removes = []
-        for action in pa.table(existing.get_add_actions(flatten=True)).to_pylist():
-            day = str(action.get("partition.date"))
-            remove = RemoveAction(action["path"], True, now, action["size_bytes"], {"date": day})
-            if replaced is None:
-                removes.append(remove)
-                continue
-            held = self._captures_of(uri, table, action)
-            if not held & replaced:
-                continue
-            removes.append(remove)
-            if held - replaced:  # other captures share the file: keep their rows in a new one
-                adds.append(self._rewrite(uri, table, action, day, replaced, now))
-        existing.create_write_transaction(removes + adds, mode="append", schema=schema,
-                                          partition_by=["date"], commit_properties=properties)
-        return DeltaTable(uri).version()
-
-    @staticmethod
-    def _captures_of(uri: str, table: Table, action: dict) -> set[str]:
-        key = table.replace_key
-        low, high = action.get(f"min.{key}"), action.get(f"max.{key}")
-        if low is not None and low == high:
-            return {low}
-        column = pq.read_table(f"{uri}/{action['path']}", columns=[key]).column(key)
-        return {value for value in pc.unique(column).to_pylist() if value is not None}
-
-    @staticmethod
-    def _rewrite(uri: str, table: Table, action: dict, day: str, replaced: set[str], now: int):
-        from deltalake.transaction import AddAction
-        filesystem, _ = filesystem_of(uri)
-        data = pq.read_table(f"{uri}/{action['path']}")
-        kept = data.filter(pc.invert(pc.is_in(data.column(table.replace_key), pa.array(sorted(replaced)))))
-        relative = f"date={day}/part-kept-{uuid.uuid4().hex[:12]}.parquet"
-        pq.write_table(kept, f"{uri}/{relative}", compression="zstd")
-        metadata = pq.read_metadata(f"{uri}/{relative}")
-        size = filesystem.get_file_info(f"{uri}/{relative}").size
-        return AddAction(relative, size, {"date": day}, now, True, json.dumps(stats(metadata)))
+    def commit(self, files, replaced, run_id, tables, kind: str = "run", captures=(), summary=None,
+               started=None):
+        """All or nothing for readers, through the run log (pipelines.runlog)."""
+        from pipelines.runlog import commit_run, manifest_of
+        return commit_run(self.lake, manifest_of(run_id, kind, files, replaced, tables, captures, summary, started))
 
 
 class DeltaSparkSink:
@@ -163,7 +88,8 @@ class DeltaSparkSink:
     def table_root(self) -> str:
         return self.root
 
-    def commit(self, files, replaced, run_id, tables):
+    def commit(self, files, replaced, run_id, tables, kind: str = "run", captures=(), summary=None,
+               started=None):
         from delta.tables import DeltaTable as SparkDeltaTable
 
         from pipelines.spark_types import struct_type

@@ -44,7 +44,7 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
     task = functools.partial(replay_task, settings_json=settings.to_json(), run_id=run_id, root=root)
     written = [r.asDict() for r in ordered.mapInArrow(task, FILES_DDL).collect()]
     written += flows_stage(spark, written, settings, root, run_id)
-    return DeltaRsSink(lake).commit(written, None, run_id, ANALYTICS_TABLES)
+    return DeltaRsSink(lake).commit(written, None, run_id, ANALYTICS_TABLES, kind="analyze")
 
 
 def _micros(frame, table):

@@ -47,6 +47,7 @@ class RunSummary:
     versions: dict[str, int] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     engine: str = ""
+    manifest: dict | None = None  # with run(commit=False): what the commit would apply
 
     @property
     def failed(self) -> list[str]:
@@ -78,9 +79,12 @@ class RunSummary:
 
 
 def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: str,
-        started: float | None = None, display=None) -> RunSummary:
-    """Decode `files` into the lake: every table, one commit each. `display`: a live view of the
-    run (amqpcap.console.JobDisplay), told of each phase."""
+        started: float | None = None, display=None, commit: bool = True) -> RunSummary:
+    """Decode `files` into the lake: every table, one commit each (all or nothing for readers:
+    pipelines.runlog). `display`: a live view of the run (amqpcap.console.JobDisplay), told of each
+    phase. `commit=False` stops before the commit, with the manifest it would apply in
+    `summary.manifest` (tests of the commit sequence)."""
+    from pipelines.runlog import repair
     from pipelines.sinks import choose_sink
     from pipelines.stages.decode import remove_staging
 
@@ -95,6 +99,8 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         if display is not None and following:
             display.phase(following, **info)
 
+    for interrupted, outcome in repair(lake):  # an earlier run killed while committing
+        log.warning("run %s had not finished committing: %s", interrupted, outcome)
     staging = staging_dir(spark, settings, lake, run_id)
     sink = choose_sink(settings.lake.engine, spark, lake, staging)
     summary.engine = sink.name
@@ -113,7 +119,13 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         written += captures
         for f in written:
             summary.rows[f["table"]] += f["rows"]
-        summary.versions = sink.commit(written, replaced, run_id, TABLES)
+        if not commit:
+            from pipelines.runlog import manifest_of
+            summary.manifest = manifest_of(run_id, "run", written, replaced, TABLES, [f.uri for f in files],
+                                           summary.as_json(), summary.started)
+            return summary
+        summary.versions = sink.commit(written, replaced, run_id, TABLES, "run", [f.uri for f in files],
+                                       summary.as_json(), summary.started)
         phase("commit")
     finally:
         if display is not None:
@@ -204,7 +216,6 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
     """One captures row per input file (its units' facts merged), written by the driver; and the
     captures this run replaces: its own, and earlier names of the same bytes."""
     from amqp_decode.analytics.common import day
-    from pipelines.sinks import table_uri
     from pipelines.tablefiles import TableFiles
     plans, staged = units
     merged: dict[int, dict] = {}
@@ -241,21 +252,20 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
             "status": facts["status"], "error": error})
     replaced = {f.uri for f in files}
     fingerprints = {merged[i]["fingerprint"]: f.uri for i, f in enumerate(files) if merged[i]["fingerprint"]}
-    for path, printed in _known_fingerprints(table_uri(lake, CAPTURES)):
+    for path, printed in _known_fingerprints(lake):
         if printed in fingerprints and path not in replaced:
             replaced.add(path)
             summary.same_bytes.append((fingerprints[printed], path))
     return writer.close(), replaced
 
 
-def _known_fingerprints(uri: str) -> list[tuple[str, str]]:
+def _known_fingerprints(lake: str) -> list[tuple[str, str]]:
     """(path, fingerprint) of the captures already in the lake."""
-    from deltalake import DeltaTable
     import pyarrow.parquet as pq
-    if not DeltaTable.is_deltatable(uri):
-        return []
+
+    from pipelines.runlog import table_files
     pairs = []
-    for path in DeltaTable(uri).file_uris():
+    for path in table_files(lake, CAPTURES):
         data = pq.read_table(path.removeprefix("file://"), columns=["path", "fingerprint"])
         pairs += [(p, h) for p, h in zip(data.column("path").to_pylist(), data.column("fingerprint").to_pylist()) if h]
     return pairs

@@ -35,3 +35,10 @@ def lake(spark, settings, tmp_path_factory):
     from tests.capture.conftest import SAMPLES
     path = str(tmp_path_factory.mktemp("lake"))
     return path, run(spark, list_inputs([str(SAMPLES)]), settings, path, "run-1")
+
+
+def pytest_collection_modifyitems(items):
+    """Everything that starts Spark is slow: `pytest -m 'not slow'` is the quick inner loop."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) or "lake" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

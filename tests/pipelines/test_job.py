@@ -136,6 +136,7 @@ def test_rotated_files_give_the_same_tables(spark, settings, tmp_path):
         assert rows_of(spark, split, table, ("run_id", "capture")) == rows_of(spark, whole, table, ("run_id", "capture")), table
 
 
+@pytest.mark.slow
 def test_local_cluster_run(tmp_path):
     """Executors in separate JVMs and Python workers: nothing may depend on driver state."""
     lake = tmp_path / "lake"
@@ -147,23 +148,28 @@ def test_local_cluster_run(tmp_path):
     assert "1 ok, 0 partial, 0 failed" in result.stdout
 
 
-def test_a_failed_commit_leaves_no_partial_run(spark, settings, tmp_path, monkeypatch):
-    from pipelines.sinks import DeltaRsSink
+def test_a_failed_commit_is_invisible_and_the_next_run_finishes_it(spark, settings, tmp_path, monkeypatch):
+    from pipelines import runlog
     path = str(tmp_path / "lake")
     files = list_inputs([str(SAMPLES / "heartbeats.pcap")])
     first = run(spark, files, settings, path, "good")
-    real = DeltaRsSink._commit
+    real = runlog.apply_table
 
-    def failing(self, table, *args):
+    def failing(lake, table, *args):
         if table.name == "messages":
             raise RuntimeError("storage went away")
-        return real(self, table, *args)
-    monkeypatch.setattr(DeltaRsSink, "_commit", failing)
+        return real(lake, table, *args)
+    monkeypatch.setattr(runlog, "apply_table", failing)
     with pytest.raises(RuntimeError, match="storage went away"):
         run(spark, files, settings, path, "bad")
+    for table in ALL:  # captures and frames were committed by "bad": readers still see "good" only
+        assert {r.run_id for r in read_table(spark, path, table).select("run_id").distinct().collect()} <= {"good"}
+    assert read_table(spark, path, "frames").count() == first.rows["frames"]
+    monkeypatch.setattr(runlog, "apply_table", real)
+    run(spark, list_inputs([str(SAMPLES / "confirms.pcap")]), settings, path, "next")  # repairs "bad" first
     frames = read_table(spark, path, "frames")
-    assert {r.run_id for r in frames.select("run_id").distinct().collect()} == {"good"}
-    assert frames.count() == first.rows["frames"]
+    assert {r.run_id for r in frames.select("run_id").distinct().collect()} == {"bad", "next"}
+    assert frames.where("run_id = 'bad'").count() == first.rows["frames"]
 
 
 def test_errors_table_holds_every_known_error(spark, lake):

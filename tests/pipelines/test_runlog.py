@@ -1,0 +1,151 @@
+"""A run is all or nothing for every reader (pipelines.runlog): a run killed at every step of its
+commit sequence leaves every table readable and no partial run visible, and the next run (or
+`amqpcap repair`) finishes it into exactly the tables of a clean run. Concurrent runs over the
+same capture leave one copy of its rows; over different captures both land."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from amqp_decode.tables import ANALYTICS_TABLES, RAW_TABLES
+from pipelines import runlog
+from pipelines.inputs import list_inputs
+from pipelines.jobs.nightly import run
+from tests.capture.conftest import SAMPLES
+from tests.conftest import ROOT
+
+TABLES = [t.name for t in RAW_TABLES + ANALYTICS_TABLES]
+STEPS = 1 + len(TABLES) + 2  # manifest, each table, the runs row, the manifest's deletion
+CAPTURES = [str(SAMPLES / "returns_nack_reject.pcap"), str(SAMPLES / "heartbeats.pcap")]
+
+
+def contents(lake: str) -> dict[str, list]:
+    """Every table as its readers see it (the snapshot): rows without run_id, and the run ids."""
+    import pyarrow.parquet as pq
+    versions = runlog.snapshot(lake)
+    out = {}
+    for name in TABLES:
+        rows, runs = [], set()
+        for uri in runlog.table_files(lake, name, versions[name]) if versions[name] is not None else []:
+            for row in pq.read_table(uri.removeprefix("file://")).to_pylist():
+                runs.add(row.pop("run_id"))
+                rows.append(repr(sorted(row.items())))
+        out[name] = (sorted(rows), runs)
+    return out
+
+
+@pytest.fixture(scope="module")
+def prepared(spark, settings, tmp_path_factory):
+    """A lake with run "one" committed and run "two" (the same captures) written, not committed:
+    (pristine lake, manifest of two, tables after a clean commit of two)."""
+    base = str(tmp_path_factory.mktemp("runlog") / "lake")
+    files = list_inputs(CAPTURES)
+    run(spark, files, settings, base, "one")
+    manifest = run(spark, files, settings, base, "two", commit=False).manifest
+    clean = str(tmp_path_factory.mktemp("clean") / "lake")
+    shutil.copytree(base, clean)
+    runlog.commit_run(clean, manifest)
+    return base, manifest, contents(clean), contents(base)
+
+
+def commit_in_subprocess(lake: str, manifest: dict, fault: str | None = None) -> int:
+    path = f"{lake}.{manifest['run_id']}.manifest.json"
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+    env = {**os.environ, **({"AMQPCAP_FAULT": fault} if fault else {})}
+    code = ("import json, sys; from pipelines.runlog import commit_run; "
+            "commit_run(sys.argv[1], json.load(open(sys.argv[2])))")
+    return subprocess.run([sys.executable, "-c", code, lake, path], env=env, cwd=ROOT, timeout=300).returncode
+
+
+@pytest.mark.parametrize("step", range(1, STEPS + 1))
+def test_a_run_killed_at_any_commit_step_is_invisible_then_finished(prepared, tmp_path, step):
+    base, manifest, clean, before = prepared
+    lake = str(tmp_path / "lake")
+    shutil.copytree(base, lake)
+    assert commit_in_subprocess(lake, manifest, f"commit:{step}") == -9  # SIGKILL
+    from deltalake import DeltaTable
+    for name in TABLES:  # every table readable, at its latest version too
+        DeltaTable(runlog.table_uri(lake, name)).file_uris()
+    seen = contents(lake)
+    complete = step >= STEPS - 1  # killed after the runs row: the run is complete
+    assert seen == (clean if complete else before)
+    assert all(runs <= ({"two"} if complete else {"one"}) for _, runs in seen.values())
+    assert [r for r, _ in runlog.repair(lake)] == ([] if complete else ["two"])
+    assert contents(lake) == clean
+    assert runlog.pending_runs(lake) == []
+
+
+def test_a_run_whose_files_are_gone_is_rolled_back(prepared, tmp_path):
+    base, manifest, _, before = prepared
+    lake = str(tmp_path / "lake")
+    shutil.copytree(base, lake)
+    assert commit_in_subprocess(lake, manifest, "commit:5") == -9
+    gone = manifest["files"]["deliveries"][0]
+    os.remove(f"{lake}/deliveries/{gone['path']}")
+    assert runlog.repair(lake) == [("two", "rolled back")]
+    assert contents(lake) == before and runlog.pending_runs(lake) == []
+
+
+def test_two_runs_over_the_same_capture_at_once_leave_one_copy(spark, settings, tmp_path):
+    lake = str(tmp_path / "lake")
+    files = list_inputs(CAPTURES[:1])
+    manifests = [run(spark, files, settings, lake, name, commit=False).manifest for name in ("a", "b")]
+    codes = []
+    threads = [threading.Thread(target=lambda m=m: codes.append(commit_in_subprocess(lake, m))) for m in manifests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert codes == [0, 0]
+    single = str(tmp_path / "single")
+    run(spark, files, settings, single, "a")
+    alone, both = contents(single), contents(lake)
+    for name in TABLES:
+        assert both[name][0] == alone[name][0], name  # the rows of one run, not two
+        assert len(both[name][1]) <= 1
+
+
+def test_two_runs_over_different_captures_at_once_both_land(spark, settings, tmp_path):
+    lake = str(tmp_path / "lake")
+    manifests = [run(spark, list_inputs([c]), settings, lake, f"r{i}", commit=False).manifest
+                 for i, c in enumerate(CAPTURES)]
+    threads = [threading.Thread(target=commit_in_subprocess, args=(lake, m)) for m in manifests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    frames = contents(lake)["frames"]
+    assert frames[1] == {"r0", "r1"}
+    separate = str(tmp_path / "separate")
+    run(spark, list_inputs(CAPTURES), settings, separate, "x")
+    assert frames[0] == contents(separate)["frames"][0]
+
+
+def test_a_stale_commit_replacing_the_same_capture_conflicts(tmp_path):
+    """The mechanism behind one copy: a commit that read the table before another run replaced the
+    same capture fails (and runlog retries it on the new state) instead of appending a second copy."""
+    import time
+
+    import pyarrow as pa
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake.exceptions import CommitFailedError
+    uri = str(tmp_path / "t")
+    write_deltalake(uri, pa.table({"capture": ["x"]}))
+    stale = DeltaTable(uri)
+
+    def claims(capture):
+        now = int(time.time() * 1000)
+        return CommitProperties(app_transactions=[Transaction(runlog.capture_claim(capture), now, now)])
+    write_deltalake(uri, pa.table({"capture": ["x"]}), mode="append", commit_properties=claims("x"))
+    with pytest.raises(CommitFailedError, match="Concurrent transaction"):
+        stale.create_write_transaction([], mode="append", schema=stale.schema(), commit_properties=claims("x"))
+    DeltaTable(uri).create_write_transaction([], mode="append", schema=stale.schema(),
+                                             commit_properties=claims("y"))  # another capture: no conflict
