@@ -1,18 +1,25 @@
 # Two entry points (see README): `make run` and `make test`. Both are idempotent: the virtual
-# environment is built once and rebuilt only when pyproject.toml changes.
+# environment is built once, and again only when the build files change or the checkout moved
+# (a .venv copied from another checkout would silently run that checkout's code).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 SAMPLES := data/samples
+CHECKOUT_ID := $(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(CHECKOUT_ID)
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test quick bench clean
 
-setup: $(VENV)/.installed
+setup: $(STAMP)
 
-$(VENV)/.installed: pyproject.toml
+$(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.pxd)
+	@if [ -d $(VENV) ] && [ "$$(cat $(VENV)/.checkout 2>/dev/null)" != "$(CURDIR)" ]; then \
+		echo "amqpcap: $(VENV) was made for another checkout: rebuilding it"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	printf '%s' "$(CURDIR)" > $(VENV)/.checkout
+	rm -f $(VENV)/.installed*
 	touch $@
 
 LAKE ?= lake
@@ -22,6 +29,9 @@ run: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+quick: setup  # the inner loop: everything but the Spark end-to-end tests
+	$(PY) -m pytest -q -m "not slow"
 
 bench: setup
 	$(PY) bench/codec_bench.py

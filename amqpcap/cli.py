@@ -68,7 +68,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def version_text() -> str:
-    return f"amqpcap {__version__} (Python {sys.version.split()[0]})"
+    import amqp_decode
+    return f"amqpcap {__version__} (decoder {amqp_decode.build()}; Python {sys.version.split()[0]})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -339,3 +339,67 @@ def test_multiple_acks_and_empty_gets(spark, lake):
         assert multiple == facts["acked_multiple_frames"], expected_path.name
         empty = calls.where((calls.capture == capture) & (calls.reply == "basic.get-empty")).count()
         assert empty == facts["get_empty"], expected_path.name
+
+
+def test_reruns_are_idempotent_whatever_the_spelling_of_a_path(spark, settings, tmp_path, monkeypatch):
+    """A capture named relatively, then absolutely, then copied under another name: its rows are
+    replaced each time, never duplicated, and the summary says when the same bytes came back."""
+    import os
+    import shutil
+    path = str(tmp_path / "lake")
+    shutil.copy(SAMPLES / "returns_nack_reject.pcap", tmp_path / "a.pcap")
+    monkeypatch.chdir(tmp_path)
+    first = run(spark, list_inputs(["a.pcap"]), settings, path, "relative")
+    once = {table: rows_of(spark, path, table, ("run_id", "capture")) for table in ALL - {"captures"}}
+    run(spark, list_inputs([str(tmp_path / "a.pcap")]), settings, path, "absolute")
+    run(spark, list_inputs([f"{tmp_path}/./a.pcap"]), settings, path, "dotted")
+    for table in ALL - {"captures"}:
+        assert rows_of(spark, path, table, ("run_id", "capture")) == once[table], table
+    os.rename(tmp_path / "a.pcap", tmp_path / "renamed.pcap")
+    moved = run(spark, list_inputs(["renamed.pcap"]), settings, path, "renamed")
+    assert moved.same_bytes == [(uri(tmp_path / "renamed.pcap"), uri(tmp_path / "a.pcap"))]
+    assert "same bytes as before" in moved.text()
+    for table in ALL - {"captures"}:
+        assert rows_of(spark, path, table, ("run_id", "capture")) == once[table], table
+    captures = read_table(spark, path, "captures").collect()
+    assert [(r.path, r.run_id) for r in captures] == [(uri(tmp_path / "renamed.pcap"), "renamed")]
+    assert first.rows["frames"] == len(once["frames"])
+
+
+def test_every_file_carries_its_tables_declared_schema(lake):
+    """Each active Parquet file has exactly the Delta table's schema (less the date partition):
+    DuckDB and other readers of the files see the declared types."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from amqp_decode.tables import TABLES
+    from pipelines import runlog
+    path, _ = lake
+    for name, table in TABLES.items():
+        delta = DeltaTable(runlog.table_uri(path, name)).schema().to_arrow()
+        expected = pa.schema([f for f in table.arrow().remove_metadata() if f.name != "date"])
+        declared = pa.schema([f.remove_metadata() for f in pa.schema(delta) if f.name != "date"])
+        assert declared.equals(expected), name
+        for uri in runlog.table_files(path, name):
+            actual = pq.read_schema(uri.removeprefix("file://")).remove_metadata()
+            assert pa.schema([f.remove_metadata() for f in actual]).equals(expected), (name, uri)
+
+
+@pytest.mark.slow
+def test_run_summary_json_and_exit_codes(tmp_path):
+    """The summary names every partial or failed capture with its reason and the wall time, also as
+    JSON for schedulers; partial captures fail the run only with --fail-on partial."""
+    partial = SAMPLES / "crafted" / "truncated_gzip.pcap.gz"
+    base = [sys.executable, "-m", "amqpcap", "run", "--input", str(SAMPLES / "heartbeats.pcap"), str(partial),
+            "--master", "local[2]", "--lake", str(tmp_path / "lake")]
+    first = subprocess.run([*base, "--summary-json", str(tmp_path / "s.json")], capture_output=True, text=True,
+                           cwd=ROOT, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["status"] == {"ok": 1, "partial": 1}
+    assert summary["partial"] == [f"{uri(partial)}: record 26 holds 24 of its 54 bytes"]
+    assert summary["wall_seconds"] > 0 and set(summary["phases"]) == {"read", "decode", "message_flows", "commit"}
+    assert "partial: " in first.stdout and "WARN" not in first.stderr and "[Stage" not in first.stderr
+    strict = subprocess.run([*base, "--fail-on", "partial"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert strict.returncode == 1

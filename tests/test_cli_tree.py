@@ -1,0 +1,69 @@
+"""The command tree: one --help listing every subcommand, defaults in each subcommand's help,
+--version with the build in use, documented exit codes, and an internal error that does not look
+like a failed capture."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from amqpcap import cli
+from tests.conftest import ROOT
+
+SUBCOMMANDS = ["decode", "run", "analyze", "repair", "maintain", "config"]
+
+
+def amqpcap(*argv):
+    return subprocess.run([sys.executable, "-m", "amqpcap", *argv], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_help_lists_every_subcommand_and_the_exit_codes():
+    out = amqpcap("--help").stdout
+    for name in SUBCOMMANDS:
+        assert f"    {name}" in out
+    assert "exit codes: 0 all good; 1 some capture failed" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("name", SUBCOMMANDS)
+def test_each_subcommand_help_shows_defaults_and_exit_codes(name):
+    result = amqpcap(name, "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "--config FILE" in text and "--log-level" in text and "exit codes:" in text
+    assert "(default: INFO)" in text
+
+
+def test_version_names_the_build_in_use():
+    result = amqpcap("--version")
+    assert result.returncode == 0 and result.stdout.startswith("amqpcap 0.")
+    assert "interpreted" in result.stdout or "compiled" in result.stdout
+
+
+def test_an_uncaught_exception_is_an_internal_error_not_a_failed_capture(monkeypatch, capsys):
+    from amqpcap.commands import decode
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(decode.CaptureDecoder, "decode", broken)
+    code = cli.main(["decode", str(ROOT / "data" / "samples" / "heartbeats.pcap")])
+    assert code == cli.INTERNAL == 70
+    assert "internal error" in capsys.readouterr().err
+
+
+def test_decode_exit_codes(tmp_path):
+    missing = amqpcap("decode", "--quiet", str(tmp_path / "missing.pcap"), str(ROOT / "data/samples/heartbeats.pcap"))
+    assert missing.returncode == 1 and "missing.pcap" in missing.stderr  # the other file still decoded
+    assert missing.stdout.count("\n") > 10
+    assert amqpcap("decode", str(tmp_path)).returncode == 2  # no capture at all: usage
+    assert amqpcap("decode", "--nope").returncode == 2
+
+
+def test_amqp_decode_is_spark_free_and_never_imports_the_product():
+    code = ("import sys, amqp_decode.decoder, amqp_decode.tabulate, amqp_decode.analytics.stats; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pipelines', 'amqpcap', 'pyspark')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.strip() == "[]"
+    sources = [p for p in (ROOT / "amqp_decode").rglob("*.py")]
+    assert not [p for p in sources if "import pipelines" in p.read_text() or "from pipelines" in p.read_text()
+                or "from amqpcap" in p.read_text() or "pyspark" in p.read_text()]
