@@ -1,4 +1,5 @@
-"""Capture files to link-layer records, through Scapy's raw readers (no dissection).
+"""Capture files to link-layer records through Scapy's raw readers (no dissection): the reference
+the fast reader is tested against, and the reader of whatever the fast path does not know.
 
 pcap (micro- and nanosecond, either byte order), pcapng (any number of interfaces, each with its
 own link type and timestamp resolution) and gzip-compressed files of either. A damaged tail (a
@@ -10,54 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from typing import Iterator
 
 from scapy.error import Scapy_Exception
 from scapy.utils import RawPcapNgReader, RawPcapReader
 
+from amqp_decode.capture.info import CaptureError, CaptureInfo, CaptureIssue
+
 # Read records whole: Scapy's default cut is 65535 bytes, shorter than a loopback TCP segment.
 MAX_RECORD = 1 << 18
-
-LINK_TYPE_NAMES = {0: "NULL", 1: "EN10MB", 12: "RAW", 101: "RAW", 108: "LOOP", 113: "LINUX_SLL",
-                   228: "IPV4", 229: "IPV6", 276: "LINUX_SLL2"}
-
-
-class CaptureError(Exception):
-    """A file that cannot be read as a capture at all."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-@dataclass(slots=True)
-class CaptureIssue:
-    kind: str  # "truncated-record", "truncated-file"
-    detail: str
-    record: int  # index of the record where it happened
-    bytes_skipped: int
-
-
-@dataclass
-class CaptureInfo:
-    """What reading one file found; filled in as records are read."""
-
-    path: str
-    size: int
-    format: str = "unknown"  # "pcap", "pcap-ns", "pcapng"; "+gzip" appended when compressed
-    link_types: set[int] = field(default_factory=set)
-    resolutions: set[int] = field(default_factory=set)  # timestamp ticks per second (10**6, 10**9...)
-    records: int = 0
-    bytes: int = 0  # captured bytes of all records
-    first_ts_ns: int | None = None
-    last_ts_ns: int | None = None
-    issues: list[CaptureIssue] = field(default_factory=list)
-
-    @property
-    def link_type_names(self) -> list[str]:
-        return sorted(LINK_TYPE_NAMES.get(t, f"LINKTYPE_{t}") for t in self.link_types)
 
 
 def _quiet_scapy() -> None:
