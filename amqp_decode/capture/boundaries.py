@@ -28,6 +28,7 @@ import re
 import struct
 
 CHAIN = 4  # records (blocks) a boundary needs ahead of it
+EOF_CHAIN = 2  # ... or this many, ending exactly where the file ends
 MAX_CAPLEN = 1 << 18  # libpcap's MAXIMUM_SNAPLEN: libpcap itself refuses longer records
 MAX_ORIGLEN = 1 << 27  # a packet longer than 128 MiB on the wire is no packet (wiretap's bound)
 DAY = 86_400  # the most a record's seconds may differ from its neighbour's in a chain
@@ -107,7 +108,7 @@ def is_pcap_header(buf: bytes, o: int) -> bool:
     return magic is not None and len(buf) - o >= 6 and struct.unpack_from(magic[0] + "H", buf, o + 4)[0] == 2
 
 
-def pcap_chain(buf: bytes, o: int, eof: bool, rules: PcapRules, strict: bool = False) -> int:
+def pcap_chain(buf: bytes, o: int, eof: bool, rules: PcapRules) -> int:
     """ACCEPTED if an accepted pcap record boundary is at buf[o] (see the module docstring),
     REFUSED if not, MORE if buf ends (before the end of the file) before that is known."""
     n = len(buf)
@@ -115,32 +116,22 @@ def pcap_chain(buf: bytes, o: int, eof: bool, rules: PcapRules, strict: bool = F
     count = 0
     last_sec = -1
     while count < CHAIN:
-        left = n - o
-        if left < PCAP_RECORD:
+        if n - o < PCAP_RECORD:
             if not eof:
                 return MORE
-            # the file ends here: exactly, or in a partial header
-            return ACCEPTED if count and (left == 0 or not strict) else REFUSED
+            return ACCEPTED if o == n and count >= EOF_CHAIN else REFUSED
         sec, sub, caplen, origlen = unpack(buf, o)
         if not rules.plausible(sec, sub, caplen, origlen) or (count and not -DAY <= sec - last_sec <= DAY):
             return ACCEPTED if count and is_pcap_header(buf, o) else REFUSED
-        end = o + PCAP_RECORD + caplen
-        if end > n:
-            if not eof:
-                return MORE
-            if strict:
-                return REFUSED
-            # cut by the end of the file: a truncated last record, unless a chain starts inside
-            return REFUSED if find_pcap_boundary(buf, o + PCAP_RECORD, True, rules, True)[0] == FOUND \
-                else ACCEPTED
+        o += PCAP_RECORD + caplen
+        if o > n:
+            return MORE if not eof else REFUSED
         count += 1
         last_sec = sec
-        o = end
     return ACCEPTED
 
 
-def find_pcap_boundary(buf: bytes, o: int, eof: bool, rules: PcapRules,
-                       strict: bool = False) -> tuple[int, int]:
+def find_pcap_boundary(buf: bytes, o: int, eof: bool, rules: PcapRules) -> tuple[int, int]:
     """(FOUND, index) of the first accepted boundary at or after buf[o]; (NOT_FOUND, len(buf)) if
     there is none up to the end of the file; (MORE, index) if buf must be extended from index on
     to know more."""
@@ -162,7 +153,7 @@ def find_pcap_boundary(buf: bytes, o: int, eof: bool, rules: PcapRules,
             if not rules.plausible(sec, sub, caplen, origlen):
                 o += 1
                 continue
-        verdict = pcap_chain(buf, o, eof, rules, strict)
+        verdict = pcap_chain(buf, o, eof, rules)
         if verdict == ACCEPTED:
             return FOUND, o
         if verdict == MORE:
@@ -206,32 +197,26 @@ def block_length(buf: bytes, o: int, order: str) -> tuple[int, str]:
     return length, order
 
 
-def pcapng_chain(buf: bytes, o: int, eof: bool, order: str, strict: bool = False) -> int:
+def pcapng_chain(buf: bytes, o: int, eof: bool, order: str) -> int:
     """As pcap_chain, for pcapng blocks."""
     n = len(buf)
     count = 0
     while count < CHAIN:
-        left = n - o
-        if left < 16 and not eof:
+        if n - o < 16 and not eof:
             return MORE
-        if left < BLOCK_HEADER:
-            return ACCEPTED if count and (left == 0 or not strict) else REFUSED
+        if n - o < BLOCK_HEADER:
+            return ACCEPTED if o == n and count >= EOF_CHAIN else REFUSED
         length, order = block_length(buf, o, order)
         if not length:
             return REFUSED
-        end = o + length
-        if end > n:
-            if not eof:
-                return MORE
-            if strict:
-                return REFUSED
-            return REFUSED if find_pcapng_boundary(buf, o + 8, True, order, True)[0] == FOUND else ACCEPTED
+        o += length
+        if o > n:
+            return MORE if not eof else REFUSED
         count += 1
-        o = end
     return ACCEPTED
 
 
-def find_pcapng_boundary(buf: bytes, o: int, eof: bool, order: str, strict: bool = False) -> tuple[int, int]:
+def find_pcapng_boundary(buf: bytes, o: int, eof: bool, order: str) -> tuple[int, int]:
     """As find_pcap_boundary, for pcapng blocks."""
     n = len(buf)
     msb = 7 if order == "<" else 4  # a length <= 16 MiB has a zero most significant byte
@@ -244,7 +229,7 @@ def find_pcapng_boundary(buf: bytes, o: int, eof: bool, order: str, strict: bool
             zeros_end = _NON_ZERO.search(buf, o)
             o = max(o + 1, (zeros_end.start() if zeros_end else n) - 7)
             continue
-        verdict = pcapng_chain(buf, o, eof, order, strict)
+        verdict = pcapng_chain(buf, o, eof, order)
         if verdict == ACCEPTED:
             return FOUND, o
         if verdict == MORE:

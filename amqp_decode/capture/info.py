@@ -85,10 +85,12 @@ class CaptureInfo:
         precision or link types: only a whole read sees it), adds an `inconsistent-ranges` issue.
         """
         if self.start_offset is None and not self.records and not self.issues:  # empty so far
-            self.format, self.snaplen = part.format, part.snaplen
+            self.format = part.format
             self.start_offset, self.start_header = part.start_offset, part.start_header
         else:
             self._check_continuity(part)
+        if part.snaplen is not None:
+            self.snaplen = max(self.snaplen or 0, part.snaplen)
         self.link_types |= part.link_types
         self.resolutions |= part.resolutions
         self.issues += [dataclasses.replace(issue, record=issue.record + self.records) for issue in part.issues]
@@ -101,10 +103,11 @@ class CaptureInfo:
         self.end_offset, self.end_header = part.end_offset, part.end_header
 
     def _check_continuity(self, part: CaptureInfo) -> None:
+        read_nothing = part.start_offset == part.end_offset and not part.records and not part.issues
         if self.end_offset != part.start_offset:
             detail = (f"a range starts at offset {part.start_offset} but the previous one stopped at "
                       f"{self.end_offset}: records between them may be missing or doubled")
-        elif not _compatible(self.end_header, part.start_header):
+        elif not read_nothing and not _compatible(self.end_header, part.start_header):
             detail = (f"the range starting at offset {part.start_offset} was read with header parameters "
                       f"{part.start_header} but the file's header there is {self.end_header} (a "
                       "concatenated capture?): read this file whole")

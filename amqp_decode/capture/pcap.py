@@ -141,13 +141,13 @@ class PcapReader:
                         self._stream_issues(index)
                         record = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + PCAP_RECORD:])
                         info.issues.append(CaptureIssue(
-                            TRUNCATED_RECORD, f"record {index} holds {n - p - PCAP_RECORD} of its {caplen} "
+                            TRUNCATED_RECORD, f"the last record holds {n - p - PCAP_RECORD} of its {caplen} "
                             "bytes (a capture cut while being written?)", index, 0, at, at + n - p))
                         self.stopped = at + n - p
                         index, records_bytes, first_ts, last = _count(index, records_bytes, first_ts, record)
                         yield record
                         return
-                    self._damaged(at, resume, index, f"record {index} claims {caplen} bytes, past the end of "
+                    self._damaged(at, resume, index, f"a record claims {caplen} bytes, past the end of "
                                   "the file, but records follow inside them")
                     p = resume - window.base
                     continue
@@ -158,9 +158,9 @@ class PcapReader:
                         yield pending
                         pending = None
                     info.issues.append(CaptureIssue(
-                        CONCATENATED_CAPTURE, f"a new pcap global header ({_describe(new_rules)}) after "
-                        f"record {index}: another capture appended to this one; reading goes on with its "
-                        "parameters", index, 0, at, at + PCAP_HEADER))
+                        CONCATENATED_CAPTURE, f"a new pcap global header ({_describe(new_rules)}) at offset "
+                        f"{at}: another capture appended to this one; reading goes on with its parameters",
+                        index, 0, at, at + PCAP_HEADER))
                     self.rules = new_rules
                     info.link_types.add(new_rules.link_type)
                     info.resolutions.add(10**9 if new_rules.nano else 10**6)
@@ -179,8 +179,8 @@ class PcapReader:
                         # the record before overlaps the next record found (or its origlen points
                         # there): its caplen is what is damaged, so it is dropped
                         self._damaged(pending_at, resume, index,
-                                      f"record {index} claims {caplen_before} bytes, which do not end at "
-                                      "a record")
+                                      f"a record claims {caplen_before} bytes, which do not end at a "
+                                      "record")
                         pending = None
                     else:
                         self._damaged(at, resume, index + 1, _why(rules, sec, sub, caplen, origlen, last_sec))
@@ -248,7 +248,7 @@ class PcapReader:
         """A record cut by the end of the file: the accepted boundary inside it (its caplen is
         damaged), or -1 (a truncated last record). The window holds everything to the end."""
         window = self.window
-        status, i = find_pcap_boundary(window.buf, p, True, self.rules, strict=True)
+        status, i = find_pcap_boundary(window.buf, p, True, self.rules)
         return window.base + i if status == FOUND else -1
 
     def _next_header(self, at: int, keep: int) -> PcapRules | None:

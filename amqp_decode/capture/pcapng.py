@@ -248,9 +248,8 @@ class PcapngReader:
         resume = at + length
         if block_type == SHB:
             if at:
-                self._issue(CONCATENATED_CAPTURE, f"a new section header at offset {at} after record "
-                            f"{index}: another capture appended to this one; reading goes on with its "
-                            "parameters", index, 0, at, resume)
+                self._issue(CONCATENATED_CAPTURE, f"a new section header at offset {at}: another capture "
+                            "appended to this one; reading goes on with its parameters", index, 0, at, resume)
             self.order, self.interfaces, self.used, self.in_range = order, [], set(), None
         elif block_type == IDB:
             interface = parse_interface(buf, p, length, order)
@@ -296,7 +295,7 @@ class PcapngReader:
         window = self.window
         buf = window.buf
         at = window.base + p
-        status, i = find_pcapng_boundary(buf, p + 8, True, self.order, strict=True)
+        status, i = find_pcapng_boundary(buf, p + 8, True, self.order)
         if status == FOUND:
             resume = window.base + i
             self._issue(GARBAGE_BETWEEN_BLOCKS, f"the block at offset {at} claims to run past the end of the "
@@ -314,7 +313,7 @@ class PcapngReader:
                 params = self.interfaces[interface]
                 self._use(interface)
                 data = buf[p + EPB_HEADER:p + EPB_HEADER + caplen]
-                self._issue(TRUNCATED_RECORD, f"record {index} holds {len(data)} of its {caplen} bytes (a "
+                self._issue(TRUNCATED_RECORD, f"the last packet holds {len(data)} of its {caplen} bytes (a "
                             "capture cut while being written?)", index, 0, at, at + left)
                 ts = ((high << 32) | low) * params.multiplier // params.divisor + params.offset_ns
                 return (ts, params.link_type, data), -1
