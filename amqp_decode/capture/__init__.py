@@ -113,8 +113,11 @@ def _pcap(path: str, window: Window, info: CaptureInfo, start: int, end: int | N
 def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close) -> PcapngReader:
     window.extend(0, 28)
     length, order = block_length(window.buf, 0, "<")
-    if not length:
-        raise CaptureError(path, "not a pcap or pcapng capture (the pcapng section header is damaged)")
+    if length:
+        window.extend(0, length)
+        length, order = block_length(window.buf, 0, "<")
+    if not length or len(window.buf) < length:
+        raise CaptureError(path, "not a pcap or pcapng capture (its section header is damaged or cut short)")
     info.format = "pcapng"
     return PcapngReader(window, info, start, end, close, order)
 

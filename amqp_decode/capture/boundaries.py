@@ -3,23 +3,25 @@ them. The same test finds the next record after damage (resynchronisation) and t
 of a byte range, so a range reader starts exactly where a whole read passes.
 
 A boundary is *accepted* at offset o when a chain of CHAIN plausible records (pcap) or blocks
-(pcapng) starts there, each beginning where the previous one ends; fewer only where the file
-ends: the chain then ends exactly at the end, in a partial header (a file cut mid-header), in a
-record cut by the end that holds no accepted boundary itself (strictly checked), or at a new
-pcap global header (a concatenated capture). The test depends on the bytes from o on and on the
-header rules only, never on what was read before, which is what makes byte ranges agree with a
-whole read.
+(pcapng) starts there, each beginning where the previous one ends. Fewer are enough only where
+there cannot be more: records (blocks) ending exactly at the end of the file (two records, or one
+whose lengths agree as writers write them: origlen == caplen or caplen == snaplen), or (pcap)
+records ending at a new global header (a concatenated capture). The test depends on the bytes
+from o on and on the header rules only, never on what was read before: that is what makes a
+range start exactly where a whole read passes. A test stricter than needed loses nothing there:
+where no boundary is accepted, the range before reads on.
 
 Why a false boundary is vanishingly unlikely:
 - pcap: a random 16-byte header passes with odds of about 2**-32 (caplen <= 2**18 leaves 2**-14,
-  origlen between caplen and 2**27 about 2**-6, the sub-second field about 2**-12), and each
-  further header of the chain must sit exactly where the previous caplen says and carry a
-  timestamp within a day of its neighbour (another 2**-15): four of them, about 2**-170. Runs of
-  zeros (holes left by a crash) are no records (caplen = origlen = 0 is refused) and text never
-  has a small caplen. What remains is a payload that itself holds a capture file, with four
-  whole records inside one captured packet.
-- pcapng: each block of the chain must repeat its 32-bit length at its end (2**-32 per block),
-  be a multiple of 4 and at most MAX_BLOCK long, and carry a known (or plausible local) type.
+  origlen between caplen and 2**27 about 2**-6, the sub-second field about 2**-12). Payloads are
+  not random, and one of their small-integer structures can pass alone (confirms.pcap holds one),
+  which is why one header is never enough: each further header must sit exactly where the
+  previous caplen ends (a 2**-18 coincidence for a structure of small integers) and carry a
+  time within a day of its neighbour's. What remains is a payload that itself holds a capture
+  file, with four whole records inside one captured packet. Runs of zeros (holes left by a crash)
+  are no records (caplen = origlen = 0 is refused), and text never has a small caplen.
+- pcapng: each block must repeat its 32-bit length at its end, be a multiple of 4 and at most
+  MAX_BLOCK long, and carry a known (or plausible local) type.
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ from __future__ import annotations
 import re
 import struct
 
-CHAIN = 4  # records (blocks) a boundary needs ahead of it
-EOF_CHAIN = 2  # ... or this many, ending exactly where the file ends
+CHAIN = 4  # records (blocks) a boundary needs ahead of it, unless the file ends first
 MAX_CAPLEN = 1 << 18  # libpcap's MAXIMUM_SNAPLEN: libpcap itself refuses longer records
 MAX_ORIGLEN = 1 << 27  # a packet longer than 128 MiB on the wire is no packet (wiretap's bound)
 DAY = 86_400  # the most a record's seconds may differ from its neighbour's in a chain
@@ -115,14 +116,19 @@ def pcap_chain(buf: bytes, o: int, eof: bool, rules: PcapRules) -> int:
     unpack = rules.header.unpack_from
     count = 0
     last_sec = -1
+    lengths_agree = False
     while count < CHAIN:
         if n - o < PCAP_RECORD:
             if not eof:
                 return MORE
-            return ACCEPTED if o == n and count >= EOF_CHAIN else REFUSED
+            # one record alone must also have the lengths writers give records (a payload that
+            # happened to end at the end of the file would rarely have them)
+            return ACCEPTED if o == n and (count >= 2 or count == 1 and lengths_agree) else REFUSED
         sec, sub, caplen, origlen = unpack(buf, o)
         if not rules.plausible(sec, sub, caplen, origlen) or (count and not -DAY <= sec - last_sec <= DAY):
             return ACCEPTED if count and is_pcap_header(buf, o) else REFUSED
+        if not count:
+            lengths_agree = origlen == caplen or caplen == rules.snaplen
         o += PCAP_RECORD + caplen
         if o > n:
             return MORE if not eof else REFUSED
@@ -164,8 +170,11 @@ def find_pcap_boundary(buf: bytes, o: int, eof: bool, rules: PcapRules) -> tuple
 # -- pcapng ---------------------------------------------------------------------------------------
 
 def plausible_block_type(block_type: int) -> bool:
-    """Known types, the small numbers the registry hands out, and the local-use range."""
-    return block_type < 0x1000 or block_type == SHB or block_type in CUSTOM or 0x80000000 <= block_type < 0x80010000
+    """The types the pcapng registry has handed out (1-10, 0x101-0x10A Hone, 0x201-0x20F Sysdig),
+    custom blocks, and the first numbers of the local-use range (0x80000001: Apple's process
+    information)."""
+    return (0 < block_type <= 10 or 0x101 <= block_type <= 0x10A or 0x201 <= block_type <= 0x20F
+            or block_type == SHB or block_type in CUSTOM or 0x80000000 < block_type < 0x80000100)
 
 
 def block_length(buf: bytes, o: int, order: str) -> tuple[int, str]:
@@ -205,7 +214,7 @@ def pcapng_chain(buf: bytes, o: int, eof: bool, order: str) -> int:
         if n - o < 16 and not eof:
             return MORE
         if n - o < BLOCK_HEADER:
-            return ACCEPTED if o == n and count >= EOF_CHAIN else REFUSED
+            return ACCEPTED if o == n and count else REFUSED  # a block's length is repeated: one is enough
         length, order = block_length(buf, o, order)
         if not length:
             return REFUSED

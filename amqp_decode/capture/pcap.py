@@ -136,7 +136,7 @@ class PcapReader:
                     self.stopped = at + n - p
                     return
                 if cut:  # the header is plausible: a truncated last record, or its caplen is damaged
-                    resume = self._inside(p + PCAP_RECORD)
+                    resume = self._inside(p + 1)
                     if resume < 0:
                         self._stream_issues(index)
                         record = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + PCAP_RECORD:])

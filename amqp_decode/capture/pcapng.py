@@ -295,7 +295,7 @@ class PcapngReader:
         window = self.window
         buf = window.buf
         at = window.base + p
-        status, i = find_pcapng_boundary(buf, p + 8, True, self.order)
+        status, i = find_pcapng_boundary(buf, p + 1, True, self.order)
         if status == FOUND:
             resume = window.base + i
             self._issue(GARBAGE_BETWEEN_BLOCKS, f"the block at offset {at} claims to run past the end of the "
@@ -313,8 +313,12 @@ class PcapngReader:
                 params = self.interfaces[interface]
                 self._use(interface)
                 data = buf[p + EPB_HEADER:p + EPB_HEADER + caplen]
-                self._issue(TRUNCATED_RECORD, f"the last packet holds {len(data)} of its {caplen} bytes (a "
-                            "capture cut while being written?)", index, 0, at, at + left)
+                if len(data) < caplen:
+                    self._issue(TRUNCATED_RECORD, f"the last packet holds {len(data)} of its {caplen} bytes (a "
+                                "capture cut while being written?)", index, 0, at, at + left)
+                else:  # cut after the packet, in its options or length
+                    self._issue(TRUNCATED_FILE, f"the last block is cut short after its packet ({left} of its "
+                                "bytes are there)", index, 0, at, at + left)
                 ts = ((high << 32) | low) * params.multiplier // params.divisor + params.offset_ns
                 return (ts, params.link_type, data), -1
         self._issue(TRUNCATED_FILE, f"{left} bytes at the end do not form a complete block (a capture cut "
