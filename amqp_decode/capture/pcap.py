@@ -76,16 +76,19 @@ class PcapReader:
                 # the first record of a stretch has no neighbour to compare its time with
                 last_sec = unpack(buf, p)[0] if n - p >= PCAP_RECORD else 0
                 stopped = cut = False
+                last_header = n - 16  # (16: PCAP_RECORD, spelt out in this loop, where every load counts)
                 while True:
-                    if n - p < PCAP_RECORD:
-                        keep = p - PCAP_RECORD - len(pending[2]) if pending is not None else p
-                        window.extend(keep, p - keep + PCAP_RECORD)
+                    if p > last_header:
+                        keep = p - 16 - len(pending[2]) if pending is not None else p
+                        window.extend(keep, p - keep + 16)
                         buf, p, n = window.buf, p - keep, len(window.buf)
-                        stop_at = self.end - window.base
-                        if n - p < PCAP_RECORD:
+                        stop_at, last_header = self.end - window.base, n - 16
+                        if p > last_header:
                             break
                     sec, sub, caplen, origlen = unpack(buf, p)
-                    if (caplen > max_caplen or sub > sub_max or not minus_day <= sec - last_sec <= day
+                    # ordered so that a sound record costs one comparison per term
+                    if (caplen > max_caplen or sub > sub_max
+                            or (sec != last_sec and not minus_day <= sec - last_sec <= day)
                             or (origlen != caplen and (origlen > max_origlen or origlen < caplen and check_origlen))
                             or (caplen == 0 and origlen == 0)):
                         break
@@ -99,15 +102,15 @@ class PcapReader:
                     if p >= stop_at and self._stops_at(p):
                         stopped = True
                         break
-                    end = p + PCAP_RECORD + caplen
+                    end = p + 16 + caplen
                     if end > n:
-                        window.extend(p, PCAP_RECORD + caplen)
+                        window.extend(p, 16 + caplen)
                         buf, p, n = window.buf, 0, len(window.buf)
-                        stop_at, end = self.end - window.base, PCAP_RECORD + caplen
+                        stop_at, last_header, end = self.end - window.base, n - 16, 16 + caplen
                         if end > n:
                             cut = True
                             break
-                    pending = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + PCAP_RECORD:end])
+                    pending = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + 16:end])
                     last_sec = sec
                     p = end
 
