@@ -177,10 +177,11 @@ def plausible_block_type(block_type: int) -> bool:
             or block_type == SHB or block_type in CUSTOM or 0x80000000 < block_type < 0x80000100)
 
 
-def block_length(buf: bytes, o: int, order: str) -> tuple[int, str]:
+def block_length(buf: bytes, o: int, order: str, content: bool = True) -> tuple[int, str]:
     """(length, byte order) of the plausible block at buf[o], or (0, order) if there is none there.
     A length is plausible when it is a multiple of 4, 12..MAX_BLOCK, repeated at the block's end
-    (when buf holds the end) and holds what the block type needs. An SHB brings its own byte order."""
+    (when buf holds the end) and, unless `content` is False, holds what the block type needs (a
+    packet's caplen fits in it). An SHB brings its own byte order."""
     n = len(buf)
     if n - o < BLOCK_HEADER:
         return 0, order
@@ -198,6 +199,8 @@ def block_length(buf: bytes, o: int, order: str) -> tuple[int, str]:
         return 0, order
     if o + length <= n and struct.unpack_from(order + "I", buf, o + length - 4)[0] != length:
         return 0, order
+    if not content:
+        return length, order
     if block_type == EPB or block_type == PB:
         if length < 32 or n - o >= 24 and struct.unpack_from(order + "I", buf, o + 20)[0] > length - 32:
             return 0, order

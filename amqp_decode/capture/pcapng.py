@@ -234,6 +234,12 @@ class PcapngReader:
             buf, p = window.buf, 0
             length, order = block_length(buf, p, self.order)
         if not length:
+            framing, _ = block_length(buf, p, self.order, content=False)
+            if framing and len(buf) - p >= framing:  # its lengths agree, but not with its content
+                self._issue(DAMAGED_BLOCK, f"the block at offset {at} cannot be read (a packet longer than "
+                            f"the block, or a block too short for its type): its {framing} bytes are skipped",
+                            index, framing, at, at + framing)
+                return None, at + framing
             resume = self._find(at + 1)
             end = resume if resume >= 0 else self._end_of_file()
             self._issue(GARBAGE_BETWEEN_BLOCKS, f"no valid block at offset {at}: {end - at} bytes skipped to "

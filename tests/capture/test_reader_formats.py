@@ -113,6 +113,17 @@ def test_a_packet_of_an_undescribed_interface_is_skipped_and_reported():
     assert [r[2] for r in scapy(data)] == [packets[0], packets[2]]  # Scapy skips it silently
 
 
+def test_a_block_whose_content_contradicts_its_length_is_skipped_and_reported():
+    packets = frames(3)
+    bad = bytearray(epb(0, 2, packets[1]))
+    struct.pack_into("<I", bad, 20, len(bad) + 100)  # caplen: more than the block holds
+    data = shb() + idb(1) + epb(0, 1, packets[0]) + bytes(bad) + epb(0, 3, packets[2])
+    records, info = read(data)
+    assert [r[2] for r in records] == [packets[0], packets[2]]
+    offset = len(shb() + idb(1) + epb(0, 1, packets[0]))
+    assert [(i.kind, i.offset, i.bytes_skipped) for i in info.issues] == [("damaged-block", offset, len(bad))]
+
+
 def test_idb_options_the_reader_does_not_use_are_skipped():
     options = option(2, b"eth0") + option(3, b"an interface with a long description") + \
         option(9, bytes([9])) + option(11, b"\x00tcp port 5672") + option(0, b"")
