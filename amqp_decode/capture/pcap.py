@@ -99,9 +99,13 @@ class PcapReader:
                         pending = None
                     elif stretch_ts is None:
                         stretch_ts = sec * 1_000_000_000 + sub * scale
-                    if p >= stop_at and self._stops_at(p):
-                        stopped = True
-                        break
+                    if p >= stop_at:  # past the end of the range: stop at the first boundary
+                        at = window.base + p
+                        stopped = self._stops_at(at)
+                        buf, n = window.buf, len(window.buf)  # the check may have read on
+                        p, stop_at, last_header = at - window.base, self.end - window.base, n - 16
+                        if stopped:
+                            break
                     end = p + 16 + caplen
                     if end > n:
                         window.extend(p, 16 + caplen)
@@ -221,9 +225,11 @@ class PcapReader:
         _, _, caplen, origlen = self.rules.header.unpack_from(self.window.buf, at - self.window.base)
         return caplen, origlen
 
-    def _stops_at(self, p: int) -> bool:
-        """Whether a range ends at buf[p]: the first accepted boundary at or after its end."""
+    def _stops_at(self, at: int) -> bool:
+        """Whether a range ends at offset `at` (in the window): the first accepted boundary at or
+        after its end. The window may read on, keeping from `at`."""
         window = self.window
+        p = at - window.base
         while True:
             verdict = pcap_chain(window.buf, p, window.eof, self.range_rules)
             if verdict != MORE:

@@ -146,9 +146,13 @@ class PcapngReader:
                         n, stop_at = len(buf), self.end - window.base
                         if n < BLOCK_HEADER:
                             break
-                    if p >= stop_at and self._stops_at(p):
-                        self.stopped = window.base + p
-                        return
+                    if p >= stop_at:  # past the end of the range: stop at the first boundary
+                        at = window.base + p
+                        if self._stops_at(at):
+                            self.stopped = at
+                            return
+                        buf, n = window.buf, len(window.buf)  # the check read on
+                        p, stop_at = at - window.base, self.end - window.base
                     block_type, length = header(buf, p)
                     if block_type != EPB or length & 3 or not 32 <= length <= MAX_BLOCK:
                         break
@@ -351,9 +355,11 @@ class PcapngReader:
         self.info.start_header = before.state
         return True
 
-    def _stops_at(self, p: int) -> bool:
-        """Whether a range ends at buf[p]: the first accepted boundary at or after its end."""
+    def _stops_at(self, at: int) -> bool:
+        """Whether a range ends at offset `at` (in the window): the first accepted boundary at or
+        after its end. The window may read on, keeping from `at`."""
         window = self.window
+        p = at - window.base
         while True:
             verdict = pcapng_chain(window.buf, p, window.eof, self.range_order)
             if verdict != MORE:

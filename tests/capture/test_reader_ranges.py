@@ -69,6 +69,43 @@ def test_every_cut_near_every_record_start(name):
             assert (first.records, first.bytes, first.issues) == (info.records, info.bytes, info.issues), cut
 
 
+@pytest.fixture
+def small_reads(monkeypatch):
+    """Reads and lookaheads of a few hundred bytes: every path that reads on runs, on small files."""
+    import amqp_decode.capture.pcap as pcap_module
+    import amqp_decode.capture.pcapng as pcapng_module
+    import amqp_decode.capture.source as source
+    monkeypatch.setattr(source, "CHUNK", 301)
+    monkeypatch.setattr(pcap_module, "LOOKAHEAD", 457)
+    monkeypatch.setattr(pcapng_module, "LOOKAHEAD", 457)
+
+
+@pytest.mark.parametrize("name", ["connection_errors.pcap", "ipv6_pcapng.pcapng", "large_and_pipelined.pcap"])
+def test_cuts_with_small_reads(name, small_reads):
+    path = SAMPLES / name
+    size = path.stat().st_size
+    assert_same(path, list(range(size // 7, size, size // 7)))
+    assert_same(path, [100, 1000, 1500, 3000, size - 500])
+
+
+def test_cuts_around_damage_with_small_reads(tmp_path, small_reads):
+    """Ranges whose ends fall on or near damage, and on a day's jump, join as a whole read does."""
+    data = sample_bytes(SAMPLES / "connection_errors.pcap")
+    spans = record_spans(data)
+    mutant = bytearray(data)
+    mutant[spans[40][0] + 10] ^= 0x04  # caplen of record 40
+    mutant[spans[90][0] + 3] ^= 0x10  # time of record 90
+    at = spans[150][0]
+    mutant = bytes(mutant[:at]) + b"garbage" * 30 + bytes(mutant[at:])
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(mutant)
+    records, info = whole(path)
+    assert len(info.issues) == 3
+    for start, _ in (spans[38], spans[40], spans[41], spans[89], spans[90], spans[91], spans[149], spans[150]):
+        for delta in (-17, -1, 0, 1, 5, 16, 200):
+            assert_same(path, [start + delta])
+
+
 def test_a_range_with_no_record_start_is_empty():
     path = SAMPLES / "large_and_pipelined.pcap"  # records of up to 64 kB
     start, end = max(record_spans(sample_bytes(path)), key=lambda span: span[1] - span[0])
