@@ -103,11 +103,12 @@ class PcapngReader:
                 window.extend(p, BLOCK_HEADER + 4)
                 p = 0
             length, order = block_length(window.buf, p, self.order)
-            if not length:
-                break
-            if len(window.buf) - p < length:
+            if length and len(window.buf) - p < length:
                 window.extend(p, length)
                 p = 0
+                length, order = block_length(window.buf, p, self.order)  # now with its trailing length
+            if not length or len(window.buf) - p < length:
+                break
             block_type = struct.unpack_from(order + "I", window.buf, p)[0]
             if block_type in (EPB, SPB, PB):
                 break
@@ -203,7 +204,6 @@ class PcapngReader:
             if first_ts is not None:
                 info.first_ts_ns = first_ts
                 info.last_ts_ns = ts
-            info.format = info.format or "pcapng"
             info.end_offset = getattr(self, "stopped", None)
             info.end_header = self.state
             if self.on_close is not None:
@@ -344,7 +344,10 @@ class PcapngReader:
         self.caught_up = True
         stream = self.window.stream
         resume_at = stream.tell()
-        before = PcapngReader(Window(stream), CaptureInfo(self.info.path, self.info.size), 0, self.start)
+        window = Window(stream)
+        window.seek(0)
+        before = PcapngReader(window, CaptureInfo(self.info.path, self.info.size), 0, self.start,
+                              order=self.range_order)
         for _ in before.records():
             pass
         stream.seek(resume_at)
