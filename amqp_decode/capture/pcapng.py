@@ -344,8 +344,8 @@ class PcapngReader:
         self.caught_up = True
         stream = self.window.stream
         resume_at = stream.tell()
+        stream.seek(self.window.origin)
         window = Window(stream)
-        window.seek(0)
         before = PcapngReader(window, CaptureInfo(self.info.path, self.info.size), 0, self.start,
                               order=self.range_order)
         for _ in before.records():

@@ -24,16 +24,19 @@ class Window:
     its end; `eof` says that `buf` ends where the stream ends.
     """
 
-    __slots__ = ("stream", "buf", "base", "eof", "seekable")
+    __slots__ = ("stream", "buf", "base", "eof", "seekable", "origin")
 
-    def __init__(self, stream, buf: bytes = b"", base: int = 0) -> None:
+    def __init__(self, stream, buf: bytes = b"") -> None:
+        """`buf`: the first bytes of the stream, already read from it."""
         self.stream = stream
         self.buf = buf
-        self.base = base
+        self.base = 0
         self.eof = False
         # A file that can seek rereads the few bytes of a record cut by the end of a read instead
         # of gluing them to the next read: that glue would copy every byte of the file once more.
         self.seekable = is_seekable(stream)
+        # where the capture starts in that file (offsets are counted from there)
+        self.origin = stream.tell() - len(buf) if self.seekable else 0
 
     def extend(self, p: int, need: int) -> None:
         """Drop `buf[:p]` and read until `buf` holds at least `need` bytes or the stream ends.
@@ -45,7 +48,7 @@ class Window:
             self.buf = buf[p:] if p else buf
             return
         if self.seekable and kept < CHUNK // 4:
-            self.stream.seek(self.base)
+            self.stream.seek(self.origin + self.base)
             self.buf = read_exactly(self.stream, max(CHUNK, need))
             self.eof = len(self.buf) < max(CHUNK, need)
             return
@@ -61,7 +64,7 @@ class Window:
 
     def seek(self, offset: int) -> None:
         """Restart at `offset` (seekable uncompressed files only)."""
-        self.stream.seek(offset)
+        self.stream.seek(self.origin + offset)
         self.buf, self.base, self.eof = b"", offset, False
 
 

@@ -81,6 +81,14 @@ def test_an_open_file_or_a_pyarrow_file_is_read_in_place():
         assert list(read_records("name only", source=f)) == expected
     with pafs.LocalFileSystem().open_input_file(str(path)) as f:
         assert list(read_records("name only", source=f)) == expected
+    # a capture that starts further into the file it is in: offsets count from its start
+    before = b"something before the capture"
+    embedded = io.BytesIO(before + path.read_bytes())
+    embedded.seek(len(before))
+    assert list(read_records("embedded", source=embedded)) == expected
+    embedded.seek(len(before))
+    part = list(read_records("embedded", source=embedded, start=3000))
+    assert part == expected[-len(part):] and 0 < len(part) < len(expected)
 
 
 def test_stdin_is_dash(monkeypatch, capfdbinary):
