@@ -75,6 +75,7 @@ def read_records(path: str, info: CaptureInfo | None = None, source=None, *, sta
     stream, opened = open_stream(path, source)
     close = stream.close if opened else None
     try:
+        origin = stream.tell() if is_seekable(stream) else 0
         head = read_exactly(stream, 4)
         compressed = head.startswith(GZIP_MAGIC)
         if compressed:
@@ -90,7 +91,7 @@ def read_records(path: str, info: CaptureInfo | None = None, source=None, *, sta
         elif head == PCAPNG_MAGIC:
             reader = _pcapng(path, window, info, start, end, close)
         else:
-            return _fallback(path, info, source, head, close, compressed)
+            return _fallback(path, info, source, head, close, compressed, origin)
         if compressed:
             info.format += "+gzip"
         return reader.records()
@@ -122,7 +123,7 @@ def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int |
     return PcapngReader(window, info, start, end, close, order)
 
 
-def _fallback(path: str, info: CaptureInfo, source, head: bytes, close, compressed: bool):
+def _fallback(path: str, info: CaptureInfo, source, head: bytes, close, compressed: bool, origin: int):
     """A file the fast path does not know: Scapy's readers try it. They start over from the
     beginning, so a pipe already read from cannot be given to them."""
     if not head:
@@ -133,7 +134,7 @@ def _fallback(path: str, info: CaptureInfo, source, head: bytes, close, compress
             close()
         return scapy_reader.read_records(path, info)
     if is_seekable(source):
-        source.seek(0)
+        source.seek(origin)
         return scapy_reader.read_records(path, info, source)
     raise CaptureError(path, f"not a pcap or pcapng capture (it starts with {head.hex()})")
 

@@ -45,14 +45,18 @@ def open_capture(path: str, source=None):
 
 def read_records(path: str, info: CaptureInfo | None = None,
                  source=None) -> Iterator[tuple[int, int, bytes]]:
-    """Yield (timestamp in ns, link type, record bytes) for each packet record of the file.
+    """(timestamp in ns, link type, record bytes) for each packet record of the file.
 
     `info`, when given, is filled in (format, link types, counts, issues); a classic pcap's
     counts are added when reading ends, which keeps its per-record loop lean.
     `source`, when given, is the open file to read instead of opening `path`.
+    Raises CaptureError at once for a file Scapy cannot open.
     """
     info = info if info is not None else CaptureInfo(path, _size(path))
-    reader = open_capture(path, source)
+    return _records(open_capture(path, source), info)
+
+
+def _records(reader, info: CaptureInfo) -> Iterator[tuple[int, int, bytes]]:
     compressed = type(reader.f).__name__ == "GzipFile"
     try:
         if isinstance(reader, RawPcapNgReader):

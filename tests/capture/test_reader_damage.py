@@ -289,6 +289,10 @@ def test_concatenated_captures_are_read_through():
     b"\x0a\x0d\x0d\x0a" + bytes(40)],
     ids=["empty", "text", "zeros", "elf", "random", "cut pcap header", "gzip text", "cut gzip header",
          "damaged section header"])
-def test_a_file_that_is_no_capture_raises_capture_error(content):
+def test_a_file_that_is_no_capture_raises_capture_error(content, tmp_path):
     with pytest.raises(CaptureError):
-        read(content)
+        read_records("mutant", None, io.BytesIO(content))  # at once, before the first record
+    path = tmp_path / "file.pcap"
+    path.write_bytes(content)
+    with pytest.raises(CaptureError, match="not a pcap or pcapng capture"):
+        read_records(str(path))
