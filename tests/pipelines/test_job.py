@@ -62,7 +62,8 @@ def test_captures_table(spark, lake):
     captures = {r.path: r for r in read_table(spark, path, "captures").collect()}
     assert len(captures) == len(EXPECTED)
     gz = captures[str(SAMPLES / "crafted" / "truncated_gzip.pcap.gz")]
-    assert (gz.status, gz.error) == ("partial", "record 26 holds 24 of its 54 bytes")
+    assert (gz.status, gz.error) == ("partial", "the last record holds 24 of its 54 bytes (a capture cut "
+                                                "while being written?)")
     assert captures[str(SAMPLES / "concurrent.pcap")].link_types == ["LINUX_SLL2"]
     assert all(r.packets > 0 and r.first_ts <= r.last_ts for r in captures.values())
 
