@@ -18,14 +18,17 @@ Issue kinds:
   it is read with what there is.
 - `truncated-file`: bytes at the end that are not a whole record header or block.
 - `damaged-record-header` (pcap): a record header that cannot be right (caplen, origlen,
-  sub-second field, or a time more than a day from its neighbours, or a record whose caplen does
-  not end at a record): the bytes up to the next accepted record boundary are skipped. The record
-  before it is kept unless its own caplen proves to be the damaged field.
+  sub-second field, a time more than a day from its neighbours that the records after it do not
+  confirm, or a caplen that does not end at a record): the bytes up to the next accepted record
+  boundary are skipped. The record before it is kept unless its own caplen proves to be the
+  damaged field (then it is skipped too, never handed out with the wrong bytes). A time is judged
+  by its neighbours, so a damaged time in the first or last record looks like the gap of a quiet
+  capture, and a low bit flipped in a time or origlen cannot be seen at all.
 - `garbage-between-blocks` (pcapng): bytes that are not a block (lengths disagree, impossible
   type or length): skipped up to the next accepted block boundary.
 - `damaged-block` (pcapng): a block whose lengths agree but whose content cannot be read.
 - `unknown-interface` (pcapng): a packet naming an interface no IDB of its section describes:
-  skipped (as Scapy does, but reported).
+  skipped (as Scapy does, but reported), one issue per packet.
 - `gzip-damaged`: the compressed stream is corrupt, truncated, or followed by bytes that are not
   gzip: everything decompressed before the damage is kept, the rest is not read.
 - `concatenated-capture`: a second pcap global header or pcapng section header mid-file (`cat
@@ -37,6 +40,11 @@ A byte range [start, end) of an uncompressed, seekable file yields the records w
 header (pcapng: block) starts in [B(start), B(end)), B(x) being the first accepted record
 boundary at or after x (boundaries.py); reading ranges that cut a file anywhere yields exactly
 the records and issues of one whole read, and their infos merge into its info.
+
+Where the fast reader and Scapy's RawPcapNgReader differ, on purpose: a Simple Packet Block has
+no time, and gets the previous packet's (Scapy: None); an interface snaplen of 0 means no limit
+(Scapy cuts SPBs to nothing); if_tsoffset is added (Scapy ignores it); a new section forgets the
+interfaces of the one before (Scapy keeps them).
 
 The reader is plain Python written for speed (one generator, locals in the loops, records sliced
 out of large reads); Scapy's raw readers remain as the reference (scapy_reader.py) and read

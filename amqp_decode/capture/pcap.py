@@ -310,7 +310,7 @@ def _why(rules: PcapRules, sec: int, sub: int, caplen: int, origlen: int, last_s
         return f"a record header claims {caplen} captured of {origlen} original bytes"
     if sub > rules.sub_max:
         return f"a record header's sub-second field is {sub}"
-    return f"a record's time jumps {sec - last_sec} s from the record before, and no record follows it"
+    return f"a record's time jumps {sec - last_sec} s from the record before, and the records after it do not confirm it"
 
 
 def _describe(rules: PcapRules) -> str:
