@@ -89,7 +89,8 @@ class PcapReader:
                     # ordered so that a sound record costs one comparison per term
                     if (caplen > max_caplen or sub > sub_max
                             or (sec != last_sec and not minus_day <= sec - last_sec <= day)
-                            or (origlen != caplen and (origlen > max_origlen or origlen < caplen and check_origlen))
+                            or (origlen != caplen
+                                and (origlen > max_origlen or origlen < caplen and check_origlen))
                             or (caplen == 0 and origlen == 0)):
                         break
                     if pending is not None:
@@ -310,7 +311,8 @@ def _why(rules: PcapRules, sec: int, sub: int, caplen: int, origlen: int, last_s
         return f"a record header claims {caplen} captured of {origlen} original bytes"
     if sub > rules.sub_max:
         return f"a record header's sub-second field is {sub}"
-    return f"a record's time jumps {sec - last_sec} s from the record before, and the records after it do not confirm it"
+    return (f"a record's time jumps {sec - last_sec} s from the record before, and the records after it "
+            "do not confirm it")
 
 
 def _describe(rules: PcapRules) -> str:

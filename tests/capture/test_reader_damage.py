@@ -84,7 +84,8 @@ def test_a_flipped_bit_in_a_record_header_loses_that_record_at_most(name, field)
     data, original, spans = sample(name)
     nano = data[:4] == b"\x4d\x3c\xb2\xa1"
     rng = random.Random(f"{name}{field}")
-    chosen = sorted({1, 2, 3, len(spans) // 2, len(spans) - 2, len(spans) - 1} | set(rng.sample(range(len(spans)), 5)))
+    chosen = {1, 2, 3, len(spans) // 2, len(spans) - 2, len(spans) - 1} | set(rng.sample(range(len(spans)), 5))
+    chosen = sorted(chosen)
     for k in chosen:
         start = spans[k][0]
         header = struct.unpack_from("<IIII", data, start)
@@ -104,7 +105,8 @@ def test_a_flipped_bit_in_a_record_header_loses_that_record_at_most(name, field)
                 # the record is dropped, not handed out with the wrong bytes
                 assert len(records) == len(original) - 1, (k, bit)
                 (issue,) = info.issues
-                assert (issue.kind, issue.offset, issue.end_offset) == ("damaged-record-header", start, spans[k][1])
+                assert (issue.kind, issue.offset, issue.end_offset) == \
+                    ("damaged-record-header", start, spans[k][1])
                 assert issue.bytes_skipped == spans[k][1] - start and issue.record == k
 
 
@@ -228,10 +230,11 @@ def decompressed_prefix(compressed: bytes) -> bytes:
 def test_a_truncated_gzip_member_keeps_what_was_decompressed(name):
     data, original, spans = sample(name)
     compressed = gzip.compress(data)
-    for cut in sorted({len(compressed) * f // 10 for f in range(1, 10)} | {len(compressed) - 1, len(compressed) - 8}):
+    cuts = {len(compressed) * f // 10 for f in range(1, 10)} | {len(compressed) - 1, len(compressed) - 8}
+    for cut in sorted(cuts):
         records, info = read(compressed[:cut])
         available = len(decompressed_prefix(compressed[:cut]))
-        whole = sum(1 for i, (s, e) in enumerate(spans) if e <= available and (name.endswith(".pcap") or data[s] == 6))
+        whole = sum(1 for s, e in spans if e <= available and (name.endswith(".pcap") or data[s] == 6))
         assert records[:whole] == original[:whole] and len(records) <= whole + 1, cut
         kinds = [issue.kind for issue in info.issues]
         assert kinds[0] == "gzip-damaged", (cut, kinds)
@@ -276,7 +279,8 @@ def test_concatenated_captures_are_read_through():
     assert records == read(first)[0] + read(big_endian)[0]
     assert info.link_types == {1, 113} and [i.kind for i in info.issues] == ["concatenated-capture"]
     first_ng = sample_bytes(SAMPLES / "ipv6_pcapng.pcapng")
-    second_ng = shb(">") + idb(101, order=">") + b"".join(epb(0, 10**15 + i, d, ">") for i, d in enumerate(frames(5)))
+    second_ng = shb(">") + idb(101, order=">") + \
+        b"".join(epb(0, 10**15 + i, d, ">") for i, d in enumerate(frames(5)))
     records, info = read(first_ng + second_ng)
     assert records == read(first_ng)[0] + read(second_ng)[0]
     assert [(i.kind, i.offset) for i in info.issues] == [("concatenated-capture", len(first_ng))]

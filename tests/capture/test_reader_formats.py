@@ -23,7 +23,8 @@ def read(data: bytes) -> tuple[list, CaptureInfo]:
 
 def scapy(data: bytes) -> list:
     """Scapy's records: (ts_ns, link type, data), None for a time it does not give."""
-    reader = RawPcapNgReader(io.BytesIO(data)) if data[:4] == b"\x0a\x0d\x0d\x0a" else RawPcapReader(io.BytesIO(data))
+    pcapng = data[:4] == b"\x0a\x0d\x0d\x0a"
+    reader = RawPcapNgReader(io.BytesIO(data)) if pcapng else RawPcapReader(io.BytesIO(data))
     out = []
     while True:
         try:
@@ -42,7 +43,8 @@ def test_pcapng_packet_blocks_of_every_kind(order):
     packets = frames(12)
     data = b"".join([shb(order), idb(1, 1500, order=order), idb(113, 96, tsresol=9, order=order),
                      epb(0, T0 // 1000, packets[0], order), epb(1, T0 + 5, packets[1], order),
-                     packet_block(0, T0 // 1000 + 7, packets[2], order), packet_block(1, T0 + 9, packets[3], order),
+                     packet_block(0, T0 // 1000 + 7, packets[2], order),
+                     packet_block(1, T0 + 9, packets[3], order),
                      spb(packets[4], order=order), spb(packets[5][:40], origlen=4000, order=order),
                      epb(0, T0 // 1000 + 11, packets[6], order)])
     records, info = read(data)
@@ -100,7 +102,8 @@ def test_sections_each_have_their_byte_order_and_interfaces():
     first = shb("<") + idb(1) + epb(0, 10, packets[0]) + epb(0, 11, packets[1])
     second = shb(">") + idb(113, tsresol=9, order=">") + epb(0, 12, packets[2], ">") + epb(0, 13, packets[3], ">")
     records, info = read(first + second)
-    assert records == [(10_000, 1, packets[0]), (11_000, 1, packets[1]), (12, 113, packets[2]), (13, 113, packets[3])]
+    assert records == [(10_000, 1, packets[0]), (11_000, 1, packets[1]),
+                       (12, 113, packets[2]), (13, 113, packets[3])]
     assert [(i.kind, i.offset) for i in info.issues] == [("concatenated-capture", len(first))]
 
 
