@@ -234,6 +234,9 @@ class DecodeIssuesRow(TypedDict, total=False):
                           "(docs/decode.md lists them)"]
     detail: Annotated[str | None, "string", "what happened, in words"]
     bytes_skipped: Annotated[int | None, "bigint", "stream bytes not decoded because of it"]
+    file_offset: Annotated[int | None, "bigint",
+                           "damage to the capture file itself (damaged-record-header, truncated-file, "
+                           "gzip-damaged...): the byte offset in the file where it starts; null for stream issues"]
     run_id: Run
 
 

@@ -76,8 +76,8 @@ class JobDisplay:
         elapsed = time.monotonic() - self.started
         read = counters.get("bytes", 0)
         decoded = counters.get("segments", 0)
-        parts = [f"{self.name:<13}", f"read {read / 1e6:,.0f}/{self.total_bytes / 1e6:,.0f} MB "
-                 f"({min(read / self.total_bytes, 1):.0%}) of {self.files} files"]
+        parts = [f"{self.name:<13}", f"read {min(read / self.total_bytes, 1):.0%} of {self.files} files "
+                 f"({self.total_bytes / 1e6:,.0f} MB; {read / 1e6:,.0f} MB of packets)"]
         if self.segments:
             parts.append(f"decoded {min(decoded / self.segments, 1):.0%} ({counters.get('records', 0):,} records)")
         parts.append(f"{_clock(elapsed)} elapsed")

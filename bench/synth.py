@@ -17,7 +17,7 @@ import struct
 import sys
 from pathlib import Path
 
-from scapy.utils import RawPcapReader
+from amqp_decode.capture import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"
@@ -27,17 +27,9 @@ LINK_OFFSETS = {1: 14, 113: 16, 276: 20}  # link type -> IP header offset
 
 def load_sample(path: Path) -> tuple[int, list[tuple[int, bytes]]]:
     """(link type, [(ts_ns, record)]) of one pcap, timestamps made relative to its start."""
-    reader = RawPcapReader(str(path))
-    link, scale, records = reader.linktype, 1 if reader.nano else 1000, []
-    while True:
-        try:
-            data, meta = reader._read_packet(size=1 << 18)
-        except EOFError:
-            break
-        records.append((meta.sec * 10**9 + meta.usec * scale, data))
-    reader.close()
-    start = records[0][0]
-    return link, [(ts - start, data) for ts, data in records]
+    records = list(read_records(str(path)))
+    link, start = records[0][1], records[0][0]
+    return link, [(ts - start, data) for ts, _, data in records]
 
 
 def client_port_offset(data: bytes, ip_offset: int) -> tuple[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.inputs import InputFile, local_path
+from pipelines.inputs import InputFile
 
 
 @dataclass(frozen=True)
@@ -20,23 +20,24 @@ class Unit:
 
 
 def plan_units(files: list[InputFile], split_bytes: int) -> list[Unit]:
+    from amqp_decode.capture import split_points
     units: list[Unit] = []
     for file_index, f in enumerate(files):
         if f.size > split_bytes and rangeable(f.uri):
-            count = -(-f.size // split_bytes)
-            edges = [f.size * k // count for k in range(count)] + [None]
+            edges = split_points(f.size, split_bytes)
             for start, end in zip(edges, edges[1:]):
-                units.append(Unit(len(units), file_index, f.uri, start, end, f.size))
+                units.append(Unit(len(units), file_index, f.uri, start, end if end < f.size else None, f.size))
         else:
             units.append(Unit(len(units), file_index, f.uri, 0, None, f.size))
     return units
 
 
 def rangeable(uri: str) -> bool:
-    """A file read in byte ranges: an uncompressed capture (its first bytes say so)."""
+    """A file read in byte ranges: an uncompressed capture that can seek (its first bytes say so)."""
+    from amqp_decode.capture import rangeable as capture_rangeable
+    from pipelines.inputs import open_input
     try:
-        from amqp_decode.capture import is_rangeable
-    except ImportError:  # a reader without byte ranges: whole files only
+        with open_input(uri) as source:
+            return capture_rangeable(uri, source)
+    except OSError:
         return False
-    path = local_path(uri)
-    return is_rangeable(path if path is not None else uri)

@@ -1,209 +1,175 @@
-"""Capture files to link-layer records, through Scapy's raw readers (no dissection).
+"""Capture files to link-layer records: pcap (micro- and nanosecond, either byte order), pcapng
+(sections, interfaces each with its own link type and timestamp resolution and offset) and
+gzip-compressed files of either, from a path, an open file (local, pyarrow) or a pipe ("-" is
+stdin). The format is found from the first bytes, never from the file name.
 
-pcap (micro- and nanosecond, either byte order), pcapng (any number of interfaces, each with its
-own link type and timestamp resolution) and gzip-compressed files of either. A damaged tail (a
-rotated capture cut mid-record) ends the file with what was read plus a `CaptureIssue`; a file that
-is not a capture at all raises `CaptureError` naming it.
+    for ts_ns, link_type, data in read_records("a.pcap", info):
+        ...
+    # a big uncompressed file, in parallel: every record exactly once
+    points = split_points(size, 256 << 20)
+    parts = [read_records(path, CaptureInfo(path, size), start=a, end=b) for a, b in zip(points, points[1:])]
+
+Damage is never silent: the records it did not touch are still read, and `CaptureInfo.issues`
+says what was lost, where (file offsets; for gzip, offsets in the decompressed stream) and how
+many bytes were skipped. A file that is no capture at all raises `CaptureError` naming it.
+
+Issue kinds:
+- `truncated-record`: the last record holds fewer bytes than its caplen (the file ends inside it):
+  it is read with what there is.
+- `truncated-file`: bytes at the end that are not a whole record header or block.
+- `damaged-record-header` (pcap): a record header that cannot be right (caplen, origlen,
+  sub-second field, a time more than a day from its neighbours that the records after it do not
+  confirm, or a caplen that does not end at a record): the bytes up to the next accepted record
+  boundary are skipped. The record before it is kept unless its own caplen proves to be the
+  damaged field (then it is skipped too, never handed out with the wrong bytes). A time is judged
+  by its neighbours, so a damaged time in the first or last record looks like the gap of a quiet
+  capture, and a low bit flipped in a time or origlen cannot be seen at all.
+- `garbage-between-blocks` (pcapng): bytes that are not a block (lengths disagree, impossible
+  type or length): skipped up to the next accepted block boundary.
+- `damaged-block` (pcapng): a block whose lengths agree but whose content cannot be read.
+- `unknown-interface` (pcapng): a packet naming an interface no IDB of its section describes:
+  skipped (as Scapy does, but reported), one issue per packet.
+- `gzip-damaged`: the compressed stream is corrupt, truncated, or followed by bytes that are not
+  gzip: everything decompressed before the damage is kept, the rest is not read.
+- `concatenated-capture`: a second pcap global header or pcapng section header mid-file (`cat
+  a.pcap b.pcap`): reading goes on with its parameters (nothing is lost).
+- `inconsistent-ranges`: `CaptureInfo.merge` found that ranges read apart do not join, or a
+  range was read with header parameters a later header changed: read the file whole.
+
+A byte range [start, end) of an uncompressed, seekable file yields the records whose record
+header (pcapng: block) starts in [B(start), B(end)), B(x) being the first accepted record
+boundary at or after x (boundaries.py); reading ranges that cut a file anywhere yields exactly
+the records and issues of one whole read, and their infos merge into its info.
+
+Where the fast reader and Scapy's RawPcapNgReader differ, on purpose: a Simple Packet Block has
+no time, and gets the previous packet's (Scapy: None); an interface snaplen of 0 means no limit
+(Scapy cuts SPBs to nothing); if_tsoffset is added (Scapy ignores it); a new section forgets the
+interfaces of the one before (Scapy keeps them).
+
+The reader is plain Python written for speed (one generator, locals in the loops, records sliced
+out of large reads); Scapy's raw readers remain as the reference (scapy_reader.py) and read
+whatever the fast path does not know.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from dataclasses import dataclass, field
 from typing import Iterator
 
-from scapy.error import Scapy_Exception
-from scapy.utils import RawPcapNgReader, RawPcapReader
+from amqp_decode.capture import scapy_reader
+from amqp_decode.capture.boundaries import PCAP_HEADER, PCAP_MAGICS, PCAPNG_MAGIC, block_length, pcap_rules
+from amqp_decode.capture.info import LINK_TYPE_NAMES, CaptureError, CaptureInfo, CaptureIssue
+from amqp_decode.capture.pcap import PcapReader
+from amqp_decode.capture.pcapng import PcapngReader
+from amqp_decode.capture.source import GZIP_MAGIC, GzipStream, Window, is_seekable, open_stream, read_exactly
 
-# Read records whole: Scapy's default cut is 65535 bytes, shorter than a loopback TCP segment.
-MAX_RECORD = 1 << 18
-
-LINK_TYPE_NAMES = {0: "NULL", 1: "EN10MB", 12: "RAW", 101: "RAW", 108: "LOOP", 113: "LINUX_SLL",
-                   228: "IPV4", 229: "IPV6", 276: "LINUX_SLL2"}
-
-
-class CaptureError(Exception):
-    """A file that cannot be read as a capture at all."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
+__all__ = ["CaptureError", "CaptureInfo", "CaptureIssue", "LINK_TYPE_NAMES", "read_records", "split_points",
+           "rangeable"]
 
 
-@dataclass(slots=True)
-class CaptureIssue:
-    kind: str  # "truncated-record", "truncated-file"
-    detail: str
-    record: int  # index of the record where it happened
-    bytes_skipped: int
+def read_records(path: str, info: CaptureInfo | None = None, source=None, *, start: int = 0,
+                 end: int | None = None) -> Iterator[tuple[int, int, bytes]]:
+    """(timestamp in ns, link type, captured bytes) for each packet record of the file.
 
-
-@dataclass
-class CaptureInfo:
-    """What reading one file found; filled in as records are read."""
-
-    path: str
-    size: int
-    format: str = "unknown"  # "pcap", "pcap-ns", "pcapng"; "+gzip" appended when compressed
-    link_types: set[int] = field(default_factory=set)
-    resolutions: set[int] = field(default_factory=set)  # timestamp ticks per second (10**6, 10**9...)
-    records: int = 0
-    bytes: int = 0  # captured bytes of all records
-    first_ts_ns: int | None = None
-    last_ts_ns: int | None = None
-    issues: list[CaptureIssue] = field(default_factory=list)
-
-    @property
-    def link_type_names(self) -> list[str]:
-        return sorted(LINK_TYPE_NAMES.get(t, f"LINKTYPE_{t}") for t in self.link_types)
-
-
-def _quiet_scapy() -> None:
-    # Scapy logs damaged records as warnings; they are reported as CaptureIssues instead.
-    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
-
-
-def open_capture(path: str, source=None):
-    """A Scapy raw reader for `path`, or for the already open binary file `source` (any seekable
-    file object, e.g. a pyarrow NativeFile on s3:// or hdfs://; `path` then only names it)."""
-    _quiet_scapy()
-    try:
-        return RawPcapReader(source if source is not None else path)
-    except FileNotFoundError:
-        raise CaptureError(path, "no such file") from None
-    except IsADirectoryError:
-        raise CaptureError(path, "is a directory") from None
-    except PermissionError:
-        raise CaptureError(path, "permission denied") from None
-    except (Scapy_Exception, EOFError, OSError) as error:
-        raise CaptureError(path, f"not a pcap or pcapng capture ({error})") from None
-
-
-def read_records(path: str, info: CaptureInfo | None = None,
-                 source=None) -> Iterator[tuple[int, int, bytes]]:
-    """Yield (timestamp in ns, link type, record bytes) for each packet record of the file.
-
-    `info`, when given, is filled in (format, link types, counts, issues); a classic pcap's
-    counts are added when reading ends, which keeps its per-record loop lean.
-    `source`, when given, is the open file to read instead of opening `path`.
+    `info`, when given, is filled in: format, link types and snaplen at once; counts, issues
+    and offsets as reading goes and ends. `source`: an open binary file to read instead of
+    opening `path` (any object with `read`; `path` then only names it); path "-" is stdin.
+    `start`/`end`: read only the records of that byte range (see the module docstring); needs
+    an uncompressed file that can seek (`rangeable`).
+    Raises CaptureError at once for a file that cannot be read as a capture.
     """
     info = info if info is not None else CaptureInfo(path, _size(path))
-    reader = open_capture(path, source)
-    compressed = type(reader.f).__name__ == "GzipFile"
+    ranged = start > 0 or end is not None
+    stream, opened = open_stream(path, source)
+    close = stream.close if opened else None
     try:
-        if isinstance(reader, RawPcapNgReader):
-            info.format = "pcapng"
-            records = _pcapng(reader, info)
+        origin = stream.tell() if is_seekable(stream) else 0
+        head = read_exactly(stream, 4)
+        compressed = head.startswith(GZIP_MAGIC)
+        if compressed:
+            if ranged:
+                raise CaptureError(path, "a gzip-compressed capture cannot be read in byte ranges")
+            stream = GzipStream(stream, head)
+            head = read_exactly(stream, 4)
+        if ranged and start > 0 and not is_seekable(stream):
+            raise CaptureError(path, "byte ranges need a file that can seek")
+        window = Window(stream, head)
+        if head in PCAP_MAGICS:
+            reader = _pcap(path, window, info, start, end, close)
+        elif head == PCAPNG_MAGIC:
+            reader = _pcapng(path, window, info, start, end, close)
         else:
-            info.format = "pcap-ns" if reader.nano else "pcap"
-            info.resolutions.add(10**9 if reader.nano else 10**6)
-            records = _pcap(reader, info)
+            return _fallback(path, info, source, head, close, compressed, origin)
         if compressed:
             info.format += "+gzip"
-        yield from records
-    finally:
-        reader.close()
+        return reader.records()
+    except BaseException:
+        if close is not None:
+            close()
+        raise
 
 
-def _pcap(reader, info: CaptureInfo) -> Iterator[tuple[int, int, bytes]]:
-    """Classic pcap, the bulk of real captures: the per-record loop kept lean. Every record is a
-    16-byte header plus `caplen` bytes (Scapy skips what it does not return), so the position of
-    the last whole record is known without asking the file."""
-    scale = 1 if reader.nano else 1000
-    link_type = reader.linktype
-    info.link_types.add(link_type)
-    read = reader._read_packet  # Scapy's raw API for unparsed records
-    position = _tell(reader)
-    index = records_bytes = 0
-    ts_ns = None
+def _pcap(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close) -> PcapReader:
+    window.extend(0, PCAP_HEADER + 16)
+    rules = pcap_rules(window.buf, 0)
+    if rules is None:
+        raise CaptureError(path, "not a pcap or pcapng capture (the pcap header is cut short)")
+    rules.learn_origlen(window.buf, PCAP_HEADER)
+    info.format = "pcap-ns" if rules.nano else "pcap"
+    return PcapReader(window, info, rules, start, end, close)
+
+
+def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close) -> PcapngReader:
+    window.extend(0, 28)
+    length, order = block_length(window.buf, 0, "<")
+    if length:
+        window.extend(0, length)
+        length, order = block_length(window.buf, 0, "<")
+    if not length or len(window.buf) < length:
+        raise CaptureError(path, "not a pcap or pcapng capture (its section header is damaged or cut short)")
+    info.format = "pcapng"
+    return PcapngReader(window, info, start, end, close, order)
+
+
+def _fallback(path: str, info: CaptureInfo, source, head: bytes, close, compressed: bool, origin: int):
+    """A file the fast path does not know: Scapy's readers try it. They start over from the
+    beginning, so a pipe already read from cannot be given to them."""
+    if not head:
+        raise CaptureError(path, "not a pcap or pcapng capture (empty" + (" after decompression)" if compressed
+                                                                           else " file)"))
+    if source is None and path != "-":
+        if close is not None:
+            close()
+        return scapy_reader.read_records(path, info)
+    if is_seekable(source):
+        source.seek(origin)
+        return scapy_reader.read_records(path, info, source)
+    raise CaptureError(path, f"not a pcap or pcapng capture (it starts with {head.hex()})")
+
+
+def split_points(size: int, target_bytes: int) -> list[int]:
+    """Cut points 0 = x0 < x1 < ... < xn = size for ranges of about `target_bytes` each: read
+    [x_i, x_i+1) with read_records(..., start=x_i, end=x_i+1)."""
+    parts = max(1, round(size / max(1, target_bytes)))
+    return sorted({size * i // parts for i in range(parts + 1)})
+
+
+def rangeable(path: str, source=None) -> bool:
+    """Whether the capture can be read in byte ranges: uncompressed pcap or pcapng, seekable."""
     try:
-        while True:
-            try:
-                data, meta = read(size=MAX_RECORD)
-            except EOFError:
-                _truncated_tail(info, index, _tell(reader) - position)
-                return
-            except (OSError, Scapy_Exception) as error:
-                info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
-                return
-            caplen = meta.caplen
-            position += 16 + caplen
-            ts_ns = meta.sec * 1_000_000_000 + meta.usec * scale
-            if index == 0:
-                info.first_ts_ns = ts_ns
-            if len(data) < caplen:
-                info.issues.append(_cut_record(index, data, caplen))
-            index += 1
-            records_bytes += len(data)
-            yield ts_ns, link_type, data
-    finally:
-        info.records += index
-        info.bytes += records_bytes
-        if ts_ns is not None:
-            info.last_ts_ns = ts_ns
-
-
-def _pcapng(reader, info: CaptureInfo) -> Iterator[tuple[int, int, bytes]]:
-    """pcapng: blocks of several kinds interleave with packets, so positions come from the file."""
-    records = _pcapng_packets(reader, info.resolutions)
-    index = 0
-    while True:
-        position = _tell(reader)
-        try:
-            ts_ns, link_type, data, caplen = next(records)
-        except StopIteration:
-            _truncated_tail(info, index, _tell(reader) - position)
-            return
-        except (EOFError, OSError, Scapy_Exception) as error:
-            info.issues.append(CaptureIssue("truncated-file", f"reading stopped: {error}", index, 0))
-            return
-        _account(info, index, ts_ns, link_type, data, caplen)
-        index += 1
-        yield ts_ns, link_type, data
-
-
-def _account(info: CaptureInfo, index: int, ts_ns: int, link_type: int, data: bytes, caplen: int) -> None:
-    if len(data) < caplen:
-        info.issues.append(_cut_record(index, data, caplen))
-    info.records += 1
-    info.bytes += len(data)
-    info.link_types.add(link_type)
-    if info.first_ts_ns is None:
-        info.first_ts_ns = ts_ns
-    info.last_ts_ns = ts_ns
-
-
-def _cut_record(index: int, data: bytes, caplen: int) -> CaptureIssue:
-    return CaptureIssue("truncated-record", f"record {index} holds {len(data)} of its {caplen} bytes",
-                        index, 0)
-
-
-def _truncated_tail(info: CaptureInfo, index: int, leftover: int) -> None:
-    if leftover > 0:
-        info.issues.append(CaptureIssue(
-            "truncated-file", f"{leftover} bytes at the end do not form a complete record (a "
-            "capture cut while being written?)", index, leftover))
-
-
-def _pcapng_packets(reader, resolutions: set[int]) -> Iterator[tuple[int, int, bytes, int]]:
-    while True:
-        try:
-            data, meta = reader._read_packet(size=MAX_RECORD)
-        except EOFError:
-            return
-        ticks = (meta.tshigh << 32) | meta.tslow
-        resolution = meta.tsresol or 1_000_000
-        resolutions.add(resolution)
-        yield ticks * 1_000_000_000 // resolution, meta.linktype, data, len(data)
-
-
-def _tell(reader) -> int:
+        stream, opened = open_stream(path, source)
+    except CaptureError:
+        return False
     try:
-        return reader.f.tell()
-    except (OSError, ValueError):
-        return 0
+        if not is_seekable(stream):
+            return False
+        position = stream.tell()
+        head = read_exactly(stream, 4)
+        stream.seek(position)
+        return head in PCAP_MAGICS or head == PCAPNG_MAGIC
+    finally:
+        if opened:
+            stream.close()
 
 
 def _size(path: str) -> int:

@@ -213,50 +213,65 @@ def flows_stage(spark, written: list[dict], settings: Settings, root: str, run_i
 # -- the captures table --------------------------------------------------------------------------
 
 def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary: RunSummary):
-    """One captures row per input file (its units' facts merged), written by the driver; and the
-    captures this run replaces: its own, and earlier names of the same bytes."""
+    """One captures row per input file (its ranges' infos merged), plus a decode_issues row per
+    damage to the file itself, written by the driver; and the captures this run replaces: its own,
+    and earlier names of the same bytes."""
     from amqp_decode.analytics.common import day
+    from amqp_decode.capture import CaptureInfo
+    from amqp_decode.tables import DECODE_ISSUES
+    from pipelines.stages.read import info_from_json
     from pipelines.tablefiles import TableFiles
     plans, staged = units
-    merged: dict[int, dict] = {}
-    for unit in plans:
+    infos = {i: CaptureInfo(f.uri, f.size) for i, f in enumerate(files)}
+    failures: dict[int, list[str]] = {}
+    printed: dict[int, str] = {}
+    for unit in plans:  # in file order, each file's ranges in byte order
         facts = staged[unit.unit][1]
-        into = merged.setdefault(unit.file_index, {"format": facts["format"], "link_types": set(), "packets": 0,
-                                                   "captured_bytes": 0, "first_ts_ns": None, "last_ts_ns": None,
-                                                   "status": "ok", "errors": [], "fingerprint": None})
-        into["link_types"].update(facts["link_types"])
-        into["packets"] += facts["packets"]
-        into["captured_bytes"] += facts["captured_bytes"]
-        if facts["first_ts_ns"] is not None and (into["first_ts_ns"] is None or facts["first_ts_ns"] < into["first_ts_ns"]):
-            into["first_ts_ns"] = facts["first_ts_ns"]
-        if facts["last_ts_ns"] is not None and (into["last_ts_ns"] is None or facts["last_ts_ns"] > into["last_ts_ns"]):
-            into["last_ts_ns"] = facts["last_ts_ns"]
-        into["fingerprint"] = into["fingerprint"] or facts["fingerprint"]
-        if facts["status"] != "ok":
-            into["status"] = "failed" if "failed" in (facts["status"], into["status"]) else "partial"
-            into["errors"].append(facts["error"])
+        if facts["status"] == "failed":
+            failures.setdefault(unit.file_index, []).append(facts["error"])
+        else:
+            infos[unit.file_index].merge(info_from_json(facts["info"]))
+        if facts["fingerprint"]:
+            printed[unit.file_index] = facts["fingerprint"]
     writer = TableFiles(lake, run_id, tag="captures-")
     now_ns = time.time_ns()
     for index, f in enumerate(files):
-        facts = merged[index]
-        error = "; ".join(e for e in facts["errors"] if e) or None
-        summary.status[facts["status"]] += 1
-        if facts["status"] != "ok":
-            summary.problems.append((facts["status"], f.uri, error or ""))
-        first, last = facts["first_ts_ns"], facts["last_ts_ns"]
+        info = infos[index]
+        status = "failed" if index in failures else "partial" if info.issues else "ok"
+        error = "; ".join(failures[index]) if index in failures else damage_summary(info) if info.issues else None
+        summary.status[status] += 1
+        if status != "ok":
+            summary.problems.append((status, f.uri, error))
+        first, last = info.first_ts_ns, info.last_ts_ns
+        when = day(first if first is not None else now_ns)
         writer.add(CAPTURES, {
-            "date": day(first if first is not None else now_ns), "path": f.uri, "size_bytes": f.size,
-            "format": facts["format"], "link_types": sorted(facts["link_types"]), "packets": facts["packets"],
-            "captured_bytes": facts["captured_bytes"], "first_ts": first // 1000 if first is not None else None,
-            "last_ts": last // 1000 if last is not None else None, "fingerprint": facts["fingerprint"],
-            "status": facts["status"], "error": error})
+            "date": when, "path": f.uri, "size_bytes": f.size, "format": info.format,
+            "link_types": info.link_type_names, "packets": info.records, "captured_bytes": info.bytes,
+            "first_ts": first // 1000 if first is not None else None,
+            "last_ts": last // 1000 if last is not None else None, "fingerprint": printed.get(index),
+            "status": status, "error": error})
+        for issue in info.issues:
+            writer.add(DECODE_ISSUES, {"date": when, "capture": f.uri, "issue_kind": issue.kind,
+                                       "detail": issue.detail, "bytes_skipped": issue.bytes_skipped,
+                                       "file_offset": issue.offset})
     replaced = {f.uri for f in files}
-    fingerprints = {merged[i]["fingerprint"]: f.uri for i, f in enumerate(files) if merged[i]["fingerprint"]}
-    for path, printed in _known_fingerprints(lake):
-        if printed in fingerprints and path not in replaced:
+    by_print = {h: files[i].uri for i, h in printed.items()}
+    for path, known in _known_fingerprints(lake):
+        if known in by_print and path not in replaced:
             replaced.add(path)
-            summary.same_bytes.append((fingerprints[printed], path))
+            summary.same_bytes.append((by_print[known], path))
     return writer.close(), replaced
+
+
+def damage_summary(info) -> str:
+    """The first damage in words, and how much more there was: one line however damaged the file."""
+    first = info.issues[0]
+    text = first.detail
+    more = len(info.issues) - 1
+    skipped = sum(issue.bytes_skipped for issue in info.issues)
+    if more:
+        text += f" (and {more} more issue{'s' if more > 1 else ''}, {skipped} bytes skipped in all)"
+    return text
 
 
 def _known_fingerprints(lake: str) -> list[tuple[str, str]]:

@@ -10,13 +10,14 @@ found (records, link types, damage) comes back as the unit's facts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from typing import Iterator
 
 import pyarrow as pa
 
-from amqp_decode.capture import CaptureError, CaptureInfo, read_records
+from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
 from amqp_decode.packets import PacketParser
 from pipelines.inputs import fingerprint, open_input
 from pipelines.progress import TaskProgress
@@ -85,14 +86,30 @@ def read_unit(unit: dict, staging: str, buckets: int,
         status, error = "failed", f"cannot read: {failure}"
     parser.finish()
     staged = writer.close()
-    if status == "ok" and info.issues:
-        status, error = "partial", "; ".join(issue.detail for issue in info.issues)
-    facts = {"format": info.format, "link_types": info.link_type_names, "packets": info.records,
-             "captured_bytes": info.bytes, "first_ts_ns": info.first_ts_ns, "last_ts_ns": info.last_ts_ns,
-             "status": status, "error": error, "segments": sum(staged.values()),
+    facts = {"info": info_to_json(info), "status": status, "error": error, "segments": sum(staged.values()),
              "skipped_packets": dict(parser.skipped),
              "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
     return staged, facts
+
+
+def info_to_json(info: CaptureInfo) -> dict:
+    """What reading found, as plain data (it travels back to the driver, which merges a file's ranges)."""
+    data = dataclasses.asdict(info)
+    data["link_types"], data["resolutions"] = sorted(info.link_types), sorted(info.resolutions)
+    return data
+
+
+def info_from_json(data: dict) -> CaptureInfo:
+    fields = dict(data)
+    fields["link_types"], fields["resolutions"] = set(fields["link_types"]), set(fields["resolutions"])
+    fields["issues"] = [CaptureIssue(**issue) for issue in fields["issues"]]
+    for key in ("start_header", "end_header"):
+        fields[key] = _tuples(fields[key])
+    return CaptureInfo(**fields)
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def _records(uri, info, source, start, end):

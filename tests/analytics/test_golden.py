@@ -10,6 +10,11 @@ Intentional differences:
 - message_flows.deliver_to_settle_ms / end_to_end_ms: 0.1.0 took the settle time at microsecond
   precision (from deliveries.settled_at); they now use the exact nanoseconds, so they equal
   deliveries.settle_latency_ms (differences below a microsecond).
+- captures: the new capture reader (amqp_decode.capture) reads ipv6_pcapng.pcapng whole (0.1.0 took its
+  last two blocks, interface statistics, for a truncated record and marked the file partial), and
+  words the truncated gzip's error without a record number (a byte range knows only its own).
+- decode_issues: damage to a capture file itself is now a row too (its `file_offset` set); the
+  golden copy has only the stream issues.
 - Columns added since (deliveries.message_id, settled_ns...) are not in the golden copies; they
   are checked by their own tests.
 """
@@ -57,8 +62,23 @@ def _rows(corpus: str, table: str, without: tuple[str, ...] = (), got_lines: lis
     return want, got
 
 
+# (table, capture) -> columns whose golden values changed on purpose (see the module docstring)
+PATCHES = {("captures", "ipv6_pcapng.pcapng"): {"status": "ok", "error": None},
+           ("captures", "crafted/truncated_gzip.pcap.gz"): {
+               "error": "the last record holds 24 of its 54 bytes (a capture cut while being written?)"}}
+
+
 def assert_golden(corpus: str, table: str, got_lines: list[str] | None = None) -> None:
+    if got_lines is not None and table == "decode_issues":  # file damage rows are new
+        got_lines = [line for line in got_lines if json.loads(line).get("file_offset") is None
+                     and json.loads(line).get("connection") is not None]
     want, got = _rows(corpus, table, ROUNDED if table == "message_flows" else (), got_lines)
+    patched = []
+    for line in want:
+        row = json.loads(line)
+        row.update(PATCHES.get((table, row.get("path", row.get("capture"))), {}))
+        patched.append(json.dumps(row, sort_keys=True))
+    want = sorted(patched)
     assert len(got) == len(want), table
     assert got == want, table
 

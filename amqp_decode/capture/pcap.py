@@ -1,0 +1,320 @@
+"""Classic pcap records: a global header, then per record a 16-byte header (seconds, micro- or
+nanoseconds, caplen, origlen) and caplen bytes.
+
+The loop slices records out of large reads and checks every header it meets. A record is handed
+out only once the header after it is plausible too (or the file ends right after it), because a
+damaged caplen shows only at the next header: when that one is implausible, the reader finds the
+next accepted boundary (boundaries.py), decides which record the damage hit, and reports it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from amqp_decode.capture.boundaries import (ACCEPTED, CHAIN, DAY, FOUND, MAX_CAPLEN, MAX_ORIGLEN, MORE,
+                                            PCAP_HEADER, PCAP_RECORD, PcapRules, find_pcap_boundary,
+                                            pcap_chain, pcap_rules, is_pcap_header)
+from amqp_decode.capture.info import (CONCATENATED_CAPTURE, DAMAGED_RECORD_HEADER, TRUNCATED_FILE,
+                                      TRUNCATED_RECORD, CaptureInfo, CaptureIssue)
+from amqp_decode.capture.source import CHUNK, Window
+
+NO_END = 1 << 62  # the end of a whole read: past any file
+LOOKAHEAD = CHAIN * (MAX_CAPLEN + PCAP_RECORD) + CHUNK  # bytes a boundary search reads on at once
+
+
+class PcapReader:
+    """Records of one pcap file, or of the byte range [start, end) of it (see read_records)."""
+
+    def __init__(self, window: Window, info: CaptureInfo, rules: PcapRules, start: int = 0,
+                 end: int | None = None, on_close=None) -> None:
+        self.window = window
+        self.info = info
+        self.rules = rules
+        self.range_rules = rules  # a range's ends are judged by the file's first header, as its start
+        self.end = NO_END if end is None else end
+        self.on_close = on_close
+        self.start = self._first_boundary(start)
+        info.start_offset = self.start
+        info.start_header = rules.state
+        info.snaplen = rules.snaplen
+        info.link_types.add(rules.link_type)
+        info.resolutions.add(10**9 if rules.nano else 10**6)
+
+    def _first_boundary(self, start: int) -> int:
+        """B(start): the first record at or after `start` (the one after the header for 0)."""
+        if start <= 0:
+            return PCAP_HEADER
+        self.window.seek(max(start, PCAP_HEADER))
+        found = self._find(self.window.base)
+        return found if found >= 0 else self._end_of_file()
+
+    # -- the hot loop ----------------------------------------------------------------------------
+
+    def records(self) -> Iterator[tuple[int, int, bytes]]:
+        info, window = self.info, self.window
+        max_caplen, max_origlen, day, minus_day = MAX_CAPLEN, MAX_ORIGLEN, DAY, -DAY
+        index = 0  # records handed out
+        records_bytes = 0  # their bytes, added up per stretch from offsets (cheaper than per record)
+        first_ts = None
+        last = None  # the last record handed out
+        pending = None  # the last record read: handed out once the header after it is plausible
+        stretch_at = None  # offset of the first record of the stretch being read, None between stretches
+        p = self.start - window.base
+        try:
+            while True:  # one pass per stretch of records between two slow-path events
+                rules = self.rules
+                unpack = rules.header.unpack_from
+                link_type, scale, sub_max, check_origlen = rules.link_type, rules.scale, rules.sub_max, \
+                    rules.check_origlen
+                if len(window.buf) - p < PCAP_RECORD:
+                    window.extend(p, PCAP_RECORD)
+                    p = 0
+                buf = window.buf
+                n = len(buf)
+                stop_at = self.end - window.base
+                stretch_at, stretch_index, stretch_ts = window.base + p, index, None
+                # the first record of a stretch has no neighbour to compare its time with
+                last_sec = unpack(buf, p)[0] if n - p >= PCAP_RECORD else 0
+                stopped = cut = False
+                last_header = n - 16  # (16: PCAP_RECORD, spelt out in this loop, where every load counts)
+                while True:
+                    if p > last_header:
+                        keep = p - 16 - len(pending[2]) if pending is not None else p
+                        window.extend(keep, p - keep + 16)
+                        buf, p, n = window.buf, p - keep, len(window.buf)
+                        stop_at, last_header = self.end - window.base, n - 16
+                        if p > last_header:
+                            break
+                    sec, sub, caplen, origlen = unpack(buf, p)
+                    # ordered so that a sound record costs one comparison per term
+                    if (caplen > max_caplen or sub > sub_max
+                            or (sec != last_sec and not minus_day <= sec - last_sec <= day)
+                            or (origlen != caplen
+                                and (origlen > max_origlen or origlen < caplen and check_origlen))
+                            or (caplen == 0 and origlen == 0)):
+                        break
+                    if pending is not None:
+                        index += 1
+                        last = pending
+                        yield pending
+                        pending = None
+                    elif stretch_ts is None:
+                        stretch_ts = sec * 1_000_000_000 + sub * scale
+                    if p >= stop_at:  # past the end of the range: stop at the first boundary
+                        at = window.base + p
+                        stopped = self._stops_at(at)
+                        buf, n = window.buf, len(window.buf)  # the check may have read on
+                        p, stop_at, last_header = at - window.base, self.end - window.base, n - 16
+                        if stopped:
+                            break
+                    end = p + 16 + caplen
+                    if end > n:
+                        window.extend(p, 16 + caplen)
+                        buf, p, n = window.buf, 0, len(window.buf)
+                        stop_at, last_header, end = self.end - window.base, n - 16, 16 + caplen
+                        if end > n:
+                            cut = True
+                            break
+                    pending = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + 16:end])
+                    last_sec = sec
+                    p = end
+
+                # -- slow path: the end of the file or range, a record cut by it, a new header, damage
+                buf = window.buf
+                n = len(buf)
+                at = window.base + p
+                pending_at = at - PCAP_RECORD - len(pending[2]) if pending is not None else at
+                records_bytes += pending_at - stretch_at - PCAP_RECORD * (index - stretch_index)
+                if first_ts is None and index > stretch_index:
+                    first_ts = stretch_ts
+                stretch_at = None
+                if stopped:
+                    self.stopped = at
+                    return
+                if n - p < PCAP_RECORD:  # the end of the file
+                    if pending is not None:
+                        index, records_bytes, first_ts, last = _count(index, records_bytes, first_ts, pending)
+                        yield pending
+                        pending = None
+                    self._stream_issues(index)
+                    if n > p:
+                        info.issues.append(CaptureIssue(
+                            TRUNCATED_FILE, f"{n - p} bytes at the end do not form a complete record "
+                            "(a capture cut while being written?)", index, n - p, at, at + n - p))
+                    self.stopped = at + n - p
+                    return
+                if cut:  # the header is plausible: a truncated last record, or its caplen is damaged
+                    resume = self._inside(p + 1)
+                    if resume < 0:
+                        self._stream_issues(index)
+                        record = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + PCAP_RECORD:])
+                        info.issues.append(CaptureIssue(
+                            TRUNCATED_RECORD, f"the last record holds {n - p - PCAP_RECORD} of its {caplen} "
+                            "bytes (a capture cut while being written?)", index, 0, at, at + n - p))
+                        self.stopped = at + n - p
+                        index, records_bytes, first_ts, last = _count(index, records_bytes, first_ts, record)
+                        yield record
+                        return
+                    self._damaged(at, resume, index, f"a record claims {caplen} bytes, past the end of "
+                                  "the file, but records follow inside them")
+                    p = resume - window.base
+                    continue
+                new_rules = self._next_header(at, pending_at)
+                if new_rules is not None:  # a concatenated capture: go on with its header
+                    if pending is not None:
+                        index, records_bytes, first_ts, last = _count(index, records_bytes, first_ts, pending)
+                        yield pending
+                        pending = None
+                    info.issues.append(CaptureIssue(
+                        CONCATENATED_CAPTURE, f"a new pcap global header ({_describe(new_rules)}) at offset "
+                        f"{at}: another capture appended to this one; reading goes on with its parameters",
+                        index, 0, at, at + PCAP_HEADER))
+                    self.rules = new_rules
+                    info.link_types.add(new_rules.link_type)
+                    info.resolutions.add(10**9 if new_rules.nano else 10**6)
+                    p = at + PCAP_HEADER - window.base
+                    continue
+                if pending is None:
+                    resume = self._find(at + 1)
+                    self._damaged(at, resume, index, _why(rules, sec, sub, caplen, origlen, last_sec))
+                else:
+                    caplen_before, origlen_before = self._lengths_at(pending_at)
+                    resume = self._find(pending_at + PCAP_RECORD)
+                    if resume == at:  # only the time jumped, and records follow: a quiet capture
+                        pass
+                    elif 0 <= resume < at or (caplen_before < origlen_before
+                                              and resume == pending_at + PCAP_RECORD + origlen_before):
+                        # the record before overlaps the next record found (or its origlen points
+                        # there): its caplen is what is damaged, so it is dropped
+                        self._damaged(pending_at, resume, index,
+                                      f"a record claims {caplen_before} bytes, which do not end at a "
+                                      "record")
+                        pending = None
+                    else:
+                        self._damaged(at, resume, index + 1, _why(rules, sec, sub, caplen, origlen, last_sec))
+                    if pending is not None:
+                        index, records_bytes, first_ts, last = _count(index, records_bytes, first_ts, pending)
+                        yield pending
+                        pending = None
+                if resume < 0:
+                    self._stream_issues(index)
+                    self.stopped = self._end_of_file()
+                    return
+                p = resume - window.base
+        finally:
+            if stretch_at is not None:  # closed (or failed) in the middle of a stretch
+                at = window.base + p
+                handed_end = at - PCAP_RECORD - len(pending[2]) if pending is not None and pending is not last \
+                    else at
+                records_bytes += handed_end - stretch_at - PCAP_RECORD * (index - stretch_index)
+                if first_ts is None and index > stretch_index:
+                    first_ts = stretch_ts
+            info.records += index
+            info.bytes += records_bytes
+            if first_ts is not None:
+                info.first_ts_ns = first_ts
+                info.last_ts_ns = last[0]
+            info.end_offset = getattr(self, "stopped", None)
+            info.end_header = self.rules.state
+            if self.on_close is not None:
+                self.on_close()
+
+    # -- slow-path helpers (absolute offsets) ----------------------------------------------------
+
+    def _lengths_at(self, at: int) -> tuple[int, int]:
+        """(caplen, origlen) of the record header at offset `at` (still in the window)."""
+        _, _, caplen, origlen = self.rules.header.unpack_from(self.window.buf, at - self.window.base)
+        return caplen, origlen
+
+    def _stops_at(self, at: int) -> bool:
+        """Whether a range ends at offset `at` (in the window): the first accepted boundary at or
+        after its end. The window may read on, keeping from `at`."""
+        window = self.window
+        p = at - window.base
+        while True:
+            verdict = pcap_chain(window.buf, p, window.eof, self.range_rules)
+            if verdict != MORE:
+                return verdict == ACCEPTED
+            window.extend(p, len(window.buf) - p + LOOKAHEAD)
+            p = 0
+
+    def _find(self, at: int) -> int:
+        """The first accepted boundary at or after offset `at` (still in the window), or -1 if there
+        is none up to the end of the file. The window then starts there."""
+        window = self.window
+        p = at - window.base
+        while True:
+            status, i = find_pcap_boundary(window.buf, p, window.eof, self.rules)
+            if status == MORE:
+                window.extend(i, len(window.buf) - i + LOOKAHEAD)
+                p = 0
+            elif status == FOUND:
+                window.extend(i, 0)
+                return window.base
+            else:
+                return -1
+
+    def _inside(self, p: int) -> int:
+        """A record cut by the end of the file: the accepted boundary inside it (its caplen is
+        damaged), or -1 (a truncated last record). The window holds everything to the end."""
+        window = self.window
+        status, i = find_pcap_boundary(window.buf, p, True, self.rules)
+        return window.base + i if status == FOUND else -1
+
+    def _next_header(self, at: int, keep: int) -> PcapRules | None:
+        """The rules of a pcap global header at offset `at`, if one is there."""
+        window = self.window
+        if len(window.buf) - (at - window.base) < PCAP_HEADER and not window.eof:
+            window.extend(keep - window.base, at - keep + PCAP_HEADER + PCAP_RECORD)
+        p = at - window.base
+        if not is_pcap_header(window.buf, p):
+            return None
+        rules = pcap_rules(window.buf, p)
+        if rules is not None:
+            if len(window.buf) - p < PCAP_HEADER + PCAP_RECORD and not window.eof:
+                window.extend(keep - window.base, at - keep + PCAP_HEADER + PCAP_RECORD)
+            rules.learn_origlen(window.buf, at - window.base + PCAP_HEADER)
+        return rules
+
+    def _damaged(self, at: int, resume: int, index: int, why: str) -> None:
+        end = resume if resume >= 0 else self._end_of_file()
+        self.info.issues.append(CaptureIssue(
+            DAMAGED_RECORD_HEADER, f"{why}; {end - at} bytes skipped from offset {at} to "
+            + (f"the next record at {end}" if resume >= 0 else "the end of the file"),
+            index, end - at, at, end))
+
+    def _end_of_file(self) -> int:
+        window = self.window
+        while not window.eof:
+            window.extend(len(window.buf), CHUNK)
+        return window.base + len(window.buf)
+
+    def _stream_issues(self, index: int) -> None:
+        """Damage the gzip layer met: it ended the stream, so it comes before what that caused."""
+        stream = self.window.stream
+        for issue in getattr(stream, "issues", ()):
+            issue.record = index
+            self.info.issues.append(issue)
+        if getattr(stream, "issues", None):
+            stream.issues = []
+
+
+def _count(index: int, records_bytes: int, first_ts: int | None, record: tuple) -> tuple:
+    """The counters after handing out one more record (outside the hot loop)."""
+    return index + 1, records_bytes + len(record[2]), first_ts if first_ts is not None else record[0], record
+
+
+def _why(rules: PcapRules, sec: int, sub: int, caplen: int, origlen: int, last_sec: int | None) -> str:
+    if caplen > MAX_CAPLEN:
+        return f"a record header claims {caplen} captured bytes (at most {MAX_CAPLEN})"
+    if origlen > MAX_ORIGLEN or (origlen < caplen and rules.check_origlen) or origlen == caplen == 0:
+        return f"a record header claims {caplen} captured of {origlen} original bytes"
+    if sub > rules.sub_max:
+        return f"a record header's sub-second field is {sub}"
+    return (f"a record's time jumps {sec - last_sec} s from the record before, and the records after it "
+            "do not confirm it")
+
+
+def _describe(rules: PcapRules) -> str:
+    order = "little-endian" if rules.order == "<" else "big-endian"
+    return f"{order}, {'ns' if rules.nano else 'us'}, link type {rules.link_type}"

@@ -1,0 +1,177 @@
+"""Byte ranges: cutting a file anywhere and reading the pieces apart gives exactly the records, the
+issues and (merged) the info of one whole read."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from amqp_decode.capture import CaptureError, CaptureInfo, rangeable, read_records, split_points
+from tests.capture.captures import (UNCOMPRESSED, epb, frames, idb, isb, pcap, record_spans, sample_bytes,
+                                    sample_id, shb)
+from tests.capture.conftest import SAMPLES
+
+FACTS = ("records", "bytes", "first_ts_ns", "last_ts_ns", "link_types", "resolutions", "format", "snaplen")
+
+
+def whole(path) -> tuple[list, CaptureInfo]:
+    info = CaptureInfo(str(path), path.stat().st_size)
+    return list(read_records(str(path), info)), info
+
+
+def in_ranges(path, cuts) -> tuple[list, CaptureInfo]:
+    size = path.stat().st_size
+    points = [0, *sorted(set(cuts)), size]
+    merged, records = CaptureInfo(str(path), size), []
+    for start, end in zip(points, points[1:]):
+        part = CaptureInfo(str(path), size)
+        records += read_records(str(path), part, start=start, end=end)
+        merged.merge(part)
+    return records, merged
+
+
+def assert_same(path, cuts):
+    records, info = whole(path)
+    pieces, merged = in_ranges(path, cuts)
+    assert pieces == records, cuts
+    assert [getattr(merged, name) for name in FACTS] == [getattr(info, name) for name in FACTS], cuts
+    assert merged.issues == info.issues, cuts
+    assert (merged.start_offset, merged.end_offset) == (info.start_offset, info.end_offset) == \
+        (info.start_offset, path.stat().st_size)
+
+
+@pytest.mark.parametrize("path", UNCOMPRESSED, ids=sample_id)
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(data=st.data())
+def test_random_cuts_give_the_whole_read(path, data):
+    size = path.stat().st_size
+    cuts = data.draw(st.lists(st.integers(1, size - 1), max_size=6))
+    assert_same(path, cuts)
+
+
+@pytest.mark.parametrize("name", ["crafted/vlan_qinq.pcap", "ipv6_pcapng.pcapng", "confirms.pcap"])
+def test_every_cut_near_every_record_start(name):
+    """One cut at each byte from 20 before to 20 after each record (block) start."""
+    path = SAMPLES / name
+    records, info = whole(path)
+    size = path.stat().st_size
+    for start, _ in record_spans(sample_bytes(path)):
+        for cut in range(max(1, start - 20), min(size, start + 21)):
+            first = CaptureInfo(str(path), size)
+            second = CaptureInfo(str(path), size)
+            pieces = list(read_records(str(path), first, end=cut)) + \
+                list(read_records(str(path), second, start=cut))
+            assert pieces == records, cut
+            assert first.end_offset == second.start_offset, cut
+            first.merge(second)
+            assert (first.records, first.bytes, first.issues) == (info.records, info.bytes, info.issues), cut
+
+
+@pytest.fixture
+def small_reads(monkeypatch):
+    """Reads and lookaheads of a few hundred bytes: every path that reads on runs, on small files."""
+    import amqp_decode.capture.pcap as pcap_module
+    import amqp_decode.capture.pcapng as pcapng_module
+    import amqp_decode.capture.source as source
+    monkeypatch.setattr(source, "CHUNK", 301)
+    monkeypatch.setattr(pcap_module, "LOOKAHEAD", 457)
+    monkeypatch.setattr(pcapng_module, "LOOKAHEAD", 457)
+
+
+@pytest.mark.parametrize("name", ["connection_errors.pcap", "ipv6_pcapng.pcapng", "large_and_pipelined.pcap"])
+def test_cuts_with_small_reads(name, small_reads):
+    path = SAMPLES / name
+    size = path.stat().st_size
+    assert_same(path, list(range(size // 7, size, size // 7)))
+    assert_same(path, [100, 1000, 1500, 3000, size - 500])
+
+
+def test_cuts_around_damage_with_small_reads(tmp_path, small_reads):
+    """Ranges whose ends fall on or near damage, and on a day's jump, join as a whole read does."""
+    data = sample_bytes(SAMPLES / "connection_errors.pcap")
+    spans = record_spans(data)
+    mutant = bytearray(data)
+    mutant[spans[40][0] + 10] ^= 0x04  # caplen of record 40
+    mutant[spans[90][0] + 3] ^= 0x10  # time of record 90
+    at = spans[150][0]
+    mutant = bytes(mutant[:at]) + b"garbage" * 30 + bytes(mutant[at:])
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(mutant)
+    records, info = whole(path)
+    assert len(info.issues) == 3
+    for start, _ in (spans[38], spans[40], spans[41], spans[89], spans[90], spans[91], spans[149], spans[150]):
+        for delta in (-17, -1, 0, 1, 5, 16, 200):
+            assert_same(path, [start + delta])
+
+
+def test_a_range_with_no_record_start_is_empty():
+    path = SAMPLES / "large_and_pipelined.pcap"  # records of up to 64 kB
+    start, end = max(record_spans(sample_bytes(path)), key=lambda span: span[1] - span[0])
+    assert end - start > 60_000
+    info = CaptureInfo(str(path), 0)
+    assert list(read_records(str(path), info, start=start + 100, end=start + 50_000)) == []
+    assert info.start_offset == info.end_offset == end
+
+
+def test_split_points_and_rangeable(tmp_path):
+    assert split_points(1000, 300) == [0, 333, 666, 1000]
+    assert split_points(1000, 5000) == [0, 1000]
+    assert split_points(0, 100) == [0]
+    assert rangeable(str(SAMPLES / "confirms.pcap")) and rangeable(str(SAMPLES / "ipv6_pcapng.pcapng"))
+    assert not rangeable(str(SAMPLES / "kombu_gzip.pcap.gz"))
+    assert not rangeable(str(tmp_path / "missing.pcap"))
+
+
+def test_ranges_refuse_gzip_and_pipes():
+    from tests.capture.captures import pipe
+    with pytest.raises(CaptureError, match="gzip"):
+        read_records(str(SAMPLES / "kombu_gzip.pcap.gz"), start=100)
+    with pytest.raises(CaptureError, match="seek"):
+        read_records("-", source=pipe((SAMPLES / "confirms.pcap").read_bytes()), start=100)
+
+
+# -- files the samples do not cover -------------------------------------------------------------
+
+def test_pcapng_interfaces_described_mid_file(tmp_path):
+    """dumpcap may describe an interface after packets of others: a range that starts after that
+    description but does not read it learns it when one of its packets names that interface."""
+    packets = frames(60)
+    blocks = [shb(), idb(1)] + [epb(0, 10**15 + i, d) for i, d in enumerate(packets[:20])] + [idb(113, tsresol=9)]
+    blocks += [epb(i % 2, 10**15 + i * (1 if i % 2 == 0 else 1000), d) for i, d in enumerate(packets[20:], 20)]
+    blocks += [isb(0), isb(1)]
+    path = tmp_path / "late_interface.pcapng"
+    path.write_bytes(b"".join(blocks))
+    records, info = whole(path)
+    assert {r[1] for r in records} == {1, 113} and info.ok
+    size = path.stat().st_size
+    for cut in range(1, size, 97):
+        assert_same(path, [cut])
+    assert_same(path, list(range(1000, size, 1500)))
+
+
+def test_concatenated_pcaps_with_other_parameters_are_flagged_when_read_in_ranges(tmp_path):
+    first = pcap([(10**18 + i * 10**6, d) for i, d in enumerate(frames(30))], link_type=1)
+    second = pcap([(10**18 + i * 10**6, d) for i, d in enumerate(frames(30, seed=5))], link_type=113)
+    path = tmp_path / "cat.pcap"
+    path.write_bytes(first + second)
+    records, info = whole(path)
+    assert [issue.kind for issue in info.issues] == ["concatenated-capture"]
+    assert {r[1] for r in records[:30]} == {1} and {r[1] for r in records[30:]} == {113}
+    # a cut in the first capture: the ranges join
+    assert_same(path, [len(first) // 2])
+    # a cut in the second: that range cannot know its header, and the merge says so
+    pieces, merged = in_ranges(path, [len(first) + 500])
+    assert "inconsistent-ranges" in [issue.kind for issue in merged.issues]
+
+
+def test_a_pcap_of_another_byte_order_is_read_by_the_range_before(tmp_path):
+    """A concatenated capture whose byte order differs holds no boundary the first header's rules
+    accept: the range before reads on to the end, the next ones are empty, nothing is lost."""
+    first = pcap([(10**18 + i * 10**6, d) for i, d in enumerate(frames(30))])
+    second = pcap([(10**18 + i * 10**6, d) for i, d in enumerate(frames(30, seed=5))], order=">")
+    path = tmp_path / "cat.pcap"
+    path.write_bytes(first + second)
+    assert_same(path, [len(first) // 2, len(first) + 300, len(first) + 2000])
+    assert struct.unpack(">I", second[:4])[0] == 0xA1B2C3D4
