@@ -133,8 +133,12 @@ class CaptureDecoder:
         parser = PacketParser()
         stats = self.stats
         segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection)
-        for ts_ns, index, link_type, data in self._packets(paths):
+        infos: dict[int, CaptureInfo] = {}
+        reported = [0] * len(paths)  # capture issues already emitted, per file
+        for ts_ns, index, link_type, data in self._packets(paths, infos):
             stats.packets += 1
+            if len(infos[index].issues) > reported[index]:  # the file was damaged just before this
+                yield from self._count(self._capture_issues(infos[index], reported, index, ts_ns))
             segment = parser.parse(ts_ns, link_type, data)
             if segment is None:
                 continue
@@ -143,6 +147,8 @@ class CaptureDecoder:
             if records:
                 yield from self._count(records)
         parser.finish()
+        for index, info in infos.items():
+            yield from self._count(self._capture_issues(info, reported, index, info.last_ts_ns))
         yield from self._count(segments.finish())
         stats.skipped_packets.update(parser.skipped)
         stats.records.update(self._kinds)
@@ -170,10 +176,22 @@ class CaptureDecoder:
         if connection.status == "amqp" and self.collect_connections:
             self.stats.connection_summaries.append(connection.summary())
 
-    def _packets(self, paths: list[str]) -> Iterator[tuple[int, int, int, bytes]]:
+    @staticmethod
+    def _capture_issues(info: CaptureInfo, reported: list[int], index: int, ts: int | None) -> list[dict]:
+        """Damage to the capture file itself, as issue records (not tied to a connection), timed by
+        the packet read right after it (or the file's last one)."""
+        new = info.issues[reported[index]:]
+        reported[index] = len(info.issues)
+        return [{"ts": ts / 1e9 if ts is not None else None, "ts_ns": ts, "ts_last_ns": ts, "capture": info.path,
+                 "connection": None, "client": None, "server": None, "dir": None, "channel": None, "kind": "issue",
+                 "offset": None, "size": 0, "issue_kind": issue.kind, "detail": issue.detail,
+                 "bytes_skipped": issue.bytes_skipped, "file_offset": issue.offset,
+                 "file_end_offset": issue.end_offset} for issue in new]
+
+    def _packets(self, paths: list[str], infos: dict) -> Iterator[tuple[int, int, int, bytes]]:
         streams = []
         for index, path in enumerate(paths):
-            info = CaptureInfo(path, _size(path))
+            info = infos[index] = CaptureInfo(path, _size(path))
             try:
                 records = read_records(path, info)
                 first = next(records, None)  # opens the file: a bad one fails here

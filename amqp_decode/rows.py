@@ -75,8 +75,8 @@ class RawRows:
 
     def _common(self, record: dict) -> dict:
         ts_ns = record["ts_ns"]
-        return {"date": _date(ts_ns), "connection": record["connection"], "capture": record["capture"],
-                "ts": ts_ns // 1000, "ts_ns": ts_ns, "client": record["client"],
+        return {"date": _date(ts_ns or 0), "connection": record["connection"], "capture": record["capture"],
+                "ts": ts_ns // 1000 if ts_ns is not None else None, "ts_ns": ts_ns, "client": record["client"],
                 "server": record["server"], "direction": record["dir"], "channel": record["channel"],
                 "stream_offset": record["offset"], "run_id": self.run_id}
 
@@ -128,7 +128,7 @@ class RawRows:
     def issue_row(self, record: dict) -> dict:
         row = self._common(record)
         row.update(issue_kind=record["issue_kind"], detail=record["detail"],
-                   bytes_skipped=record["bytes_skipped"])
+                   bytes_skipped=record["bytes_skipped"], file_offset=record.get("file_offset"))
         return row
 
     def stream_row(self, summary: dict) -> dict:

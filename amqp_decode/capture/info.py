@@ -76,6 +76,18 @@ class CaptureInfo:
     def ok(self) -> bool:
         return not self.issues
 
+    def damage(self) -> str | None:
+        """The first damage in words and how much more there was: one line however damaged the
+        file (None when it is not)."""
+        if not self.issues:
+            return None
+        text = self.issues[0].detail
+        more = len(self.issues) - 1
+        if more:
+            skipped = sum(issue.bytes_skipped for issue in self.issues)
+            text += f" (and {more} more issue{'s' if more > 1 else ''}, {skipped} bytes skipped in all)"
+        return text
+
     def merge(self, part: CaptureInfo) -> None:
         """Add the info of the byte range read right after what this info holds.
 

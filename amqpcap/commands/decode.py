@@ -89,6 +89,9 @@ def main(args: argparse.Namespace) -> int:
     stats = decoder.stats
     for path, reason in stats.failed.items():
         log.error("%s: %s", path, reason)
+    for info in stats.captures:
+        if info.issues:  # one line per damaged file: what, where, how much was skipped
+            log.warning("%s: damaged: %s", info.path, info.damage())
     if not args.quiet:
         _summary(stats)
     return CAPTURE_FAILED if stats.failed else OK

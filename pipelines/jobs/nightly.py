@@ -238,7 +238,7 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
     for index, f in enumerate(files):
         info = infos[index]
         status = "failed" if index in failures else "partial" if info.issues else "ok"
-        error = "; ".join(failures[index]) if index in failures else damage_summary(info) if info.issues else None
+        error = "; ".join(failures[index]) if index in failures else info.damage()
         summary.status[status] += 1
         if status != "ok":
             summary.problems.append((status, f.uri, error))
@@ -261,17 +261,6 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
             replaced.add(path)
             summary.same_bytes.append((by_print[known], path))
     return writer.close(), replaced
-
-
-def damage_summary(info) -> str:
-    """The first damage in words, and how much more there was: one line however damaged the file."""
-    first = info.issues[0]
-    text = first.detail
-    more = len(info.issues) - 1
-    skipped = sum(issue.bytes_skipped for issue in info.issues)
-    if more:
-        text += f" (and {more} more issue{'s' if more > 1 else ''}, {skipped} bytes skipped in all)"
-    return text
 
 
 def _known_fingerprints(lake: str) -> list[tuple[str, str]]:
