@@ -4,8 +4,25 @@ the same Python source otherwise (the reference)."""
 
 __version__ = "0.2.0"
 
+import os as _os
+
 # The modules a C compiler turns into extensions (setup.py): the same .py files, typed by their .pxd.
-HOT_MODULES = ("packets", "tcp", "stream", "codec", "fieldtable")
+HOT_MODULES = ("packets", "tcp", "frames", "stream", "codec", "fieldtable")
+
+if _os.environ.get("AMQPCAP_INTERPRETED"):  # the reference: run the .py files even where compiled ones exist
+    import importlib.abc
+    import importlib.util
+    import sys
+
+    class _Interpreted(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            name = fullname.removeprefix("amqp_decode.")
+            if name in HOT_MODULES and fullname != name:
+                source = _os.path.join(_os.path.dirname(__file__), *name.split(".")) + ".py"
+                return importlib.util.spec_from_file_location(fullname, source)
+            return None
+
+    sys.meta_path.insert(0, _Interpreted())
 
 
 def build() -> str:

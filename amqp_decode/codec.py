@@ -168,7 +168,7 @@ class Codec:
             # Undefined properties come after every defined one; their bytes cannot be decoded.
             warnings.append(UnknownProperty(
                 f"{class_name} header sets undefined property flags "
-                f"{' '.join(f'{u:#06x}' for u in unknown)}; their values were not decoded", 12))
+                f"{' '.join([f'{u:#06x}' for u in unknown])}; their values were not decoded", 12))
             if end > len(payload):
                 raise _overrun(f"{class_name} properties", payload, o)
         elif end != len(payload):

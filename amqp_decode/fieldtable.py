@@ -25,6 +25,8 @@ from typing import Callable
 from amqp_decode.errors import MalformedPayload, UnknownFieldTag
 
 TEXT_ERRORS = "backslashreplace"  # invalid UTF-8 stays visible as \xNN instead of failing the frame
+# Nesting no real peer sends; deeper is malformed (and would otherwise exhaust the stack).
+MAX_DEPTH = 400
 
 # tag -> value kind, per dialect
 RABBITMQ_TAGS = {
@@ -99,6 +101,7 @@ class FieldTableCodec:
         if dialect not in DIALECTS:
             raise ValueError(f"unknown field-table dialect {dialect!r}; choose one of {sorted(DIALECTS)}")
         self.dialect = dialect
+        self._depth = 0
         kinds: dict[str, Decoder] = {
             "boolean": _boolean, "decimal": _decimal, "shortstr": _shortstr, "longstr": _longstr,
             "bytes": _bytes, "void": _void, "table": self._table, "array": self._array,
@@ -112,15 +115,25 @@ class FieldTableCodec:
                        for tag, kind in DIALECTS[dialect].items() if kind in _FIXED}
 
     def decode_table(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
-        """The table at offset o: (table, offset after it). Nesting is limited only by Python's
-        recursion limit (about 900 levels); deeper input is reported, not a crash."""
+        """The table at offset o: (table, offset after it). Tables and arrays nested deeper than
+        MAX_DEPTH are malformed (reported, never a crash, interpreted or compiled)."""
+        self._depth = 0
         try:
             return self._table(p, o, w)
-        except RecursionError:
+        except RecursionError:  # (interpreted: Python's own limit may come first)
             raise MalformedPayload("field tables/arrays nested deeper than this decoder's recursion "
                                    "limit", o) from None
 
     def _table(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
+        self._depth += 1
+        try:
+            return self._table_at(p, o, w)
+        finally:
+            self._depth -= 1
+
+    def _table_at(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
+        if self._depth > MAX_DEPTH:
+            raise MalformedPayload(f"field tables/arrays nested deeper than {MAX_DEPTH} levels", o)
         length = _U32(p, o)[0]
         start = o
         o += 4
@@ -164,6 +177,15 @@ class FieldTableCodec:
         return table, end
 
     def _array(self, p: bytes, o: int, w: list | None) -> tuple[list, int]:
+        self._depth += 1
+        try:
+            return self._array_at(p, o, w)
+        finally:
+            self._depth -= 1
+
+    def _array_at(self, p: bytes, o: int, w: list | None) -> tuple[list, int]:
+        if self._depth > MAX_DEPTH:
+            raise MalformedPayload(f"field tables/arrays nested deeper than {MAX_DEPTH} levels", o)
         length = _U32(p, o)[0]
         start = o
         o += 4

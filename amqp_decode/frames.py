@@ -2,68 +2,87 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from amqp_decode.errors import DecodeError, TruncatedFrame
 from amqp_decode.spec import Method
 
 
-@dataclass(slots=True)
-class MethodFrame:
-    channel: int
-    method: Method
-    args: dict  # keyed by snake_case spec field name; reserved fields left out
-    size: int  # payload bytes
-    warnings: list[DecodeError] = field(default_factory=list)
-    kind = "method"
+class Frame:
+    """What every decoded frame has: its channel, its kind, its payload size, and the problems
+    found inside a well-framed payload (`warnings`: typed DecodeErrors, not raised)."""
+
+    __slots__ = ("channel", "kind", "size", "warnings")
+
+    def __init__(self, channel: int, kind: str, size: int, warnings: list | None = None) -> None:
+        self.channel = channel
+        self.kind = kind  # "method", "header", "body", "heartbeat" or "other"
+        self.size = size  # payload bytes
+        self.warnings = warnings if warnings is not None else []
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name)
+                                                 for name in _fields(type(self)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in _fields(type(self)))})"
+
+
+def _fields(cls) -> list[str]:
+    return [name for klass in reversed(cls.__mro__) for name in getattr(klass, "__slots__", ())]
+
+
+class MethodFrame(Frame):
+    __slots__ = ("method", "args")
+
+    def __init__(self, channel: int, method: Method, args: dict, size: int, warnings: list | None = None) -> None:
+        Frame.__init__(self, channel, "method", size, warnings)
+        self.method = method
+        self.args = args  # keyed by snake_case spec field name; reserved fields left out
 
     @property
     def name(self) -> str:
         return self.method.full_name
 
 
-@dataclass(slots=True)
-class ContentHeader:
-    channel: int
-    class_id: int
-    class_name: str
-    weight: int
-    body_size: int
-    property_flags: tuple[int, ...]  # every flag word as sent, continuation words included
-    properties: dict  # only the properties present, keyed by snake_case name
-    size: int
-    warnings: list[DecodeError] = field(default_factory=list)
-    kind = "header"
+class ContentHeader(Frame):
+    __slots__ = ("class_id", "class_name", "weight", "body_size", "property_flags", "properties")
+
+    def __init__(self, channel: int, class_id: int, class_name: str, weight: int, body_size: int,
+                 property_flags: tuple, properties: dict, size: int, warnings: list | None = None) -> None:
+        Frame.__init__(self, channel, "header", size, warnings)
+        self.class_id = class_id
+        self.class_name = class_name
+        self.weight = weight
+        self.body_size = body_size
+        self.property_flags = property_flags  # every flag word as sent, continuation words included
+        self.properties = properties  # only the properties present, keyed by snake_case name
 
 
-@dataclass(slots=True)
-class ContentBody:
-    channel: int
-    payload: bytes
-    size: int
-    kind = "body"
+class ContentBody(Frame):
+    __slots__ = ("payload",)
+
+    def __init__(self, channel: int, payload: bytes, size: int) -> None:
+        Frame.__init__(self, channel, "body", size, None)
+        self.payload = payload
 
 
-@dataclass(slots=True)
-class Heartbeat:
-    channel: int
-    size: int
-    warnings: list[DecodeError] = field(default_factory=list)
-    kind = "heartbeat"
+class Heartbeat(Frame):
+    __slots__ = ()
+
+    def __init__(self, channel: int, size: int, warnings: list | None = None) -> None:
+        Frame.__init__(self, channel, "heartbeat", size, warnings)
 
 
-@dataclass(slots=True)
-class OtherFrame:
+class OtherFrame(Frame):
     """A frame type the spec defines but this decoder does not interpret (0-9 trace, oob-*)."""
 
-    channel: int
-    frame_type: int
-    type_name: str
-    size: int
-    kind = "other"
+    __slots__ = ("frame_type", "type_name")
 
-
-Frame = MethodFrame | ContentHeader | ContentBody | Heartbeat | OtherFrame
+    def __init__(self, channel: int, frame_type: int, type_name: str, size: int) -> None:
+        Frame.__init__(self, channel, "other", size, None)
+        self.frame_type = frame_type
+        self.type_name = type_name
 
 
 # Protocol header bytes 4..7 -> version, per the seeds' header diagrams (AMQP.md section 1.1).

@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import struct
 from collections import Counter
-from dataclasses import dataclass
 
 _ETHER_TYPE = struct.Struct(">H").unpack_from
 _IPV4 = struct.Struct(">BBHHHBBH4s4s").unpack_from
@@ -29,17 +28,30 @@ BSD_AF_INET6 = {24, 28, 30}  # AF_INET6 on NetBSD/OpenBSD, FreeBSD, macOS
 TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
 
 
-@dataclass(slots=True)
 class Segment:
-    ts_ns: int
-    src: bytes  # packed address (4 or 16 bytes)
-    sport: int
-    dst: bytes
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    payload: bytes
+    """One TCP segment: what reassembly needs of a packet."""
+
+    __slots__ = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload")
+
+    def __init__(self, ts_ns: int, src: bytes, sport: int, dst: bytes, dport: int, seq: int, ack: int, flags: int,
+                 payload: bytes) -> None:
+        self.ts_ns = ts_ns
+        self.src = src  # packed address (4 or 16 bytes)
+        self.sport = sport
+        self.dst = dst
+        self.dport = dport
+        self.seq = seq
+        self.ack = ack
+        self.flags = flags
+        self.payload = payload
+
+    def __repr__(self) -> str:
+        return (f"Segment({self.ts_ns}, {format_endpoint(self.src, self.sport)} > "
+                f"{format_endpoint(self.dst, self.dport)}, seq={self.seq}, flags={self.flags:#x}, "
+                f"{len(self.payload)} bytes)")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Segment) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
 
 
 def format_endpoint(address: bytes, port: int) -> str:

@@ -31,6 +31,7 @@ from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, parse_protocol_header)
 from amqp_decode.packets import format_endpoint
 from amqp_decode.settings import Settings
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from amqp_decode.tcp import StreamSink
 
 STREAM_BODY_MIN = 64 * 1024
 # The record that closes a connection's records: {"kind": CONNECTION_END, "connection", "summary"}.
@@ -418,7 +419,7 @@ class _Content:
     body: bytearray | None = None
 
 
-class AmqpConnection:
+class AmqpConnection(StreamSink):
     """The StreamSink for one TCP connection; appends finished records to `out`."""
 
     def __init__(self, tcp, connection_id: str, codecs: dict[str, Codec], settings: "StreamOptions",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Callable, Protocol
+from typing import Callable
 
 from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment
 
@@ -29,11 +29,24 @@ RECENT_BYTES = 64 * 1024  # delivered bytes kept to compare retransmissions agai
 HOLE_ACKS = 3
 
 
-class StreamSink(Protocol):
-    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None: ...
-    def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None: ...
-    def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None: ...
-    def end(self, reason: str, ts_ns: int) -> None: ...
+NONE = -1  # an offset or sequence number not known yet (typed fields hold no None)
+
+
+class StreamSink:
+    """What a connection's reassembled bytes go to (amqp_decode.stream.AmqpConnection; tests'
+    recorders). A base class, not a protocol: the compiled build calls its methods directly."""
+
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+        raise NotImplementedError
+
+    def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
+        raise NotImplementedError
+
+    def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
+        raise NotImplementedError
+
+    def end(self, reason: str, ts_ns: int) -> None:
+        raise NotImplementedError
 
 
 class HalfStream:
@@ -47,11 +60,11 @@ class HalfStream:
         self.direction = direction
         self.sink = sink
         self.window = window
-        self.base: int | None = None  # sequence number of stream offset 0
+        self.base = NONE  # sequence number of stream offset 0
         self.next = 0  # stream offset of the next byte to deliver
         self.pending: list[tuple[int, int, bytes, int, int]] = []  # (offset, order, data, ts, capture)
         self.pending_bytes = 0
-        self.fin: int | None = None  # stream offset of the FIN
+        self.fin = NONE  # stream offset of the FIN
         self.recent: deque[tuple[int, bytes]] = deque()
         self.recent_bytes = 0
         self.order = 0
@@ -67,7 +80,7 @@ class HalfStream:
         return relative + ((self.next - relative + (1 << 31)) // SEQ_MOD) * SEQ_MOD
 
     def on_syn(self, seq: int) -> None:
-        if self.base is None or (not self.syn and self.next == 0):
+        if self.base == NONE or (not self.syn and self.next == 0):
             self.base = (seq + 1) % SEQ_MOD
         self.syn = True
 
@@ -75,7 +88,7 @@ class HalfStream:
         self.packets += 1
         if not data and not fin:  # a pure ACK: nothing to place
             return
-        if self.base is None:
+        if self.base == NONE:
             self.base = seq  # mid-stream start: offset 0 is the first byte seen
         start = self.offset(seq)
         if fin:
@@ -100,7 +113,7 @@ class HalfStream:
 
     def on_ack_from_peer(self, ack: int) -> None:
         """The peer acknowledged up to `ack`: repeated past a hole, the hole will not be filled."""
-        if self.pending and self.base is not None and self.offset(ack) >= self.pending[0][0]:
+        if self.pending and self.base != NONE and self.offset(ack) >= self.pending[0][0]:
             self.hole_acks += 1
             if self.hole_acks >= HOLE_ACKS:
                 self._skip_to_pending()
@@ -109,7 +122,7 @@ class HalfStream:
         """No more segments will come: waiting data is delivered around its holes."""
         while self.pending:
             self._skip_to_pending()
-        if self.fin is not None and self.fin > self.next:
+        if self.fin != NONE and self.fin > self.next:
             self.sink.gap(self.direction, self.next, self.fin - self.next, ts_ns)
             self.next = self.fin
 
@@ -159,7 +172,9 @@ class HalfStream:
             lo, hi = max(start, chunk_start), min(end, chunk_end)
             ours, theirs = chunk[lo - chunk_start:hi - chunk_start], data[lo - start:hi - start]
             if ours != theirs:
-                differing += sum(a != b for a, b in zip(ours, theirs))
+                for i in range(hi - lo):
+                    if ours[i] != theirs[i]:
+                        differing += 1
         if differing:
             self.sink.conflict(self.direction, start, differing, ts_ns)
 
@@ -218,6 +233,12 @@ class TcpTracker:
         key = (seg.src, seg.sport, seg.dst, seg.dport)
         connection = self.connections.get(key)
         flags = seg.flags
+        if connection is not None and connection.closed_at is not None \
+                and seg.ts_ns - connection.closed_at > self.close_grace_ns:
+            # past its grace: ended, whether or not other connections' packets have expired it yet
+            # (so what a connection becomes never depends on which others share its decoder)
+            self._end(connection, connection.end_reason(), connection.last_ts_ns)
+            connection = None
         if flags & TCP_SYN and not flags & TCP_ACK and connection is not None:
             half = connection.halves[0 if (seg.src, seg.sport) == connection.a else 1]
             same_syn = half.syn and half.base == (seg.seq + 1) % SEQ_MOD

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment
-from amqp_decode.tcp import HOLE_ACKS, SEQ_MOD, TcpTracker
+from amqp_decode.tcp import HOLE_ACKS, SEQ_MOD, StreamSink, TcpTracker
 
 A, B = (b"\x0a\x00\x00\x01", 40000), (b"\x0a\x00\x00\x02", 5672)
 
 
-class Recorder:
+class Recorder(StreamSink):
     def __init__(self, connection) -> None:
         self.connection = connection
         self.events: list[tuple] = []

@@ -1,0 +1,20 @@
+# Types for the compiled build of codec.py (Cython pure Python mode): the .py is the source.
+cimport cython
+from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader
+
+
+cdef class Codec:
+    cdef public object spec
+    cdef public object tables
+    cdef public int frame_end
+    cdef public dict frame_types
+    cdef public dict _methods
+    cdef public dict _properties
+
+    @cython.locals(frame_type=cython.int, channel=cython.int, size=cython.longlong, start=cython.longlong,
+                   end=cython.longlong, frame=Frame)
+    cpdef tuple decode_frame(self, object buf, long long offset=*, long long max_payload=*)
+    @cython.locals(class_id=cython.int, method_id=cython.int, end=cython.longlong)
+    cpdef MethodFrame decode_method(self, bytes payload, int channel=*)
+    @cython.locals(class_id=cython.int, weight=cython.int, word=cython.int, o=cython.longlong)
+    cpdef ContentHeader decode_header(self, bytes payload, int channel=*)

@@ -1,0 +1,34 @@
+# Types for the compiled build of frames.py (Cython pure Python mode): the .py is the source.
+
+cdef class Frame:
+    cdef public int channel
+    cdef public str kind
+    cdef public long long size
+    cdef public list warnings
+
+
+cdef class MethodFrame(Frame):
+    cdef public object method
+    cdef public dict args
+
+
+cdef class ContentHeader(Frame):
+    cdef public int class_id
+    cdef public str class_name
+    cdef public int weight
+    cdef public object body_size
+    cdef public tuple property_flags
+    cdef public dict properties
+
+
+cdef class ContentBody(Frame):
+    cdef public object payload
+
+
+cdef class Heartbeat(Frame):
+    pass
+
+
+cdef class OtherFrame(Frame):
+    cdef public int frame_type
+    cdef public str type_name

@@ -1,0 +1,30 @@
+# Types for the compiled build of packets.py (Cython pure Python mode): the .py is the source.
+cimport cython
+
+
+cdef class Segment:
+    cdef public long long ts_ns
+    cdef public bytes src
+    cdef public int sport
+    cdef public bytes dst
+    cdef public int dport
+    cdef public long long seq
+    cdef public long long ack
+    cdef public int flags
+    cdef public bytes payload
+
+
+cdef class PacketParser:
+    cdef public object skipped
+    cdef dict _fragments
+    cdef int _max_fragment_sets
+
+    @cython.locals(header=cython.int, tcp=cython.int, total=cython.int, end=cython.int, n=cython.int,
+                   data_offset=cython.int, sport=cython.int, dport=cython.int, flags=cython.int,
+                   seq=cython.longlong, ack=cython.longlong)
+    cpdef Segment parse(self, long long ts_ns, int link_type, bytes data)
+    cpdef object _link(self, int link_type, bytes data)
+    cpdef object _ether_type(self, int ether_type, bytes data, int offset)
+    cpdef Segment _ipv4(self, long long ts_ns, bytes ip)
+    cpdef Segment _ipv6(self, long long ts_ns, bytes ip)
+    cpdef Segment _tcp(self, long long ts_ns, bytes src, bytes dst, bytes tcp)

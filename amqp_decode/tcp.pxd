@@ -1,0 +1,84 @@
+# Types for the compiled build of tcp.py (Cython pure Python mode): the .py is the source.
+cimport cython
+from amqp_decode.packets cimport Segment
+
+
+cdef class StreamSink:
+    cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture)
+    cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
+    cpdef conflict(self, int direction, long long offset, long long size, long long ts_ns)
+    cpdef end(self, str reason, long long ts_ns)
+
+
+cdef class HalfStream:
+    cdef public int direction
+    cdef public StreamSink sink
+    cdef public long long window
+    cdef public long long base
+    cdef public long long next
+    cdef public list pending
+    cdef public long long pending_bytes
+    cdef public long long fin
+    cdef public object recent
+    cdef public long long recent_bytes
+    cdef public long long order
+    cdef public bint syn
+    cdef public long long packets
+    cdef public long long bytes
+    cdef public long long duplicate_bytes
+    cdef public int hole_acks
+
+    @cython.locals(relative=cython.longlong)
+    cpdef long long offset(self, long long seq)
+    cpdef on_syn(self, long long seq)
+    @cython.locals(start=cython.longlong)
+    cpdef on_segment(self, long long seq, bytes data, bint fin, long long ts_ns, int capture)
+    cpdef on_ack_from_peer(self, long long ack)
+    cpdef flush(self, long long ts_ns)
+    cpdef _deliver(self, long long start, bytes data, long long ts_ns, int capture)
+    @cython.locals(start=cython.longlong)
+    cpdef _drain(self)
+    @cython.locals(seen=cython.longlong)
+    cpdef bytes _trim(self, long long start, bytes data, long long ts_ns)
+    @cython.locals(start=cython.longlong)
+    cpdef _skip_to_pending(self)
+    @cython.locals(end=cython.longlong, differing=cython.longlong, chunk_start=cython.longlong,
+                   chunk_end=cython.longlong, lo=cython.longlong, hi=cython.longlong)
+    cpdef _compare(self, long long start, bytes data, long long ts_ns)
+
+
+cdef class TcpConnection:
+    cdef public tuple a
+    cdef public tuple b
+    cdef public long long first_ts_ns
+    cdef public long long last_ts_ns
+    cdef public tuple halves
+    cdef public StreamSink sink
+    cdef public object syn_from
+    cdef public list fins
+    cdef public bint rst
+    cdef public object closed_at
+    cdef public bint ended
+    cdef public int first_capture
+
+    cpdef end(self, str reason, long long ts_ns)
+    cpdef str end_reason(self)
+
+
+cdef class TcpTracker:
+    cdef public object sink_factory
+    cdef public long long window
+    cdef public long long close_grace_ns
+    cdef public dict connections
+    cdef object _closing
+    cdef public long long ignored_packets
+    cdef public long long connections_seen
+
+    @cython.locals(connection=TcpConnection, half=HalfStream, other=HalfStream, flags=cython.int,
+                   direction=cython.int, same_syn=cython.bint)
+    cpdef segment(self, Segment seg, int capture)
+    cpdef finish(self)
+    cpdef TcpConnection _open(self, Segment seg)
+    cpdef _end(self, TcpConnection connection, str reason, long long ts_ns)
+    @cython.locals(connection=TcpConnection)
+    cpdef _expire(self, long long now_ns)
