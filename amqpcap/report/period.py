@@ -39,7 +39,8 @@ class Period:
         return " AND ".join(terms) or "TRUE"
 
     def overlaps(self, start: str, end: str, date: str = "date") -> str:
-        """Rows whose interval [start, end] meets the period; a null end means "still going".
+        """Rows whose interval [start, end] meets the period (a null end: the instant `start`; the
+        tables leave an end null when it was not captured, so callers coalesce a better one).
         The row's `date` is its start's day, so only the upper bound prunes partitions: a connection
         opened days before `since` can still be open in the period."""
         terms = []

@@ -36,7 +36,7 @@ def build(ctx) -> Section:
     connections.sort(key=lambda c: c[6])
     channels = ctx.rows(f"""
         SELECT connection, channel, epoch_us(opened_at), epoch_us(closed_at), close_code, close_text, close_initiator
-        FROM channels WHERE connection IN (SELECT unnest(?::VARCHAR[])) AND {p.overlaps('opened_at', 'closed_at')}
+        FROM channels WHERE connection IN (SELECT unnest(?::VARCHAR[]))
         ORDER BY opened_at NULLS FIRST""", [[c[0] for c in connections]])
     section.figures.append(_gantt(connections, channels, ctx.axis))
     if total > len(connections):
@@ -93,6 +93,8 @@ def _channel_bars(channels, rows, spans) -> dict[str, list]:
         for _, number, opened, closed, code, text, initiator in mine:
             start = max(opened if opened is not None else first, first)
             end = min(closed if closed is not None else last, last)
+            if end < start or (closed is not None and closed < first):
+                continue  # closed before the period
             lane = next((k for k, free in enumerate(lane_ends) if free <= start), len(lane_ends))
             if lane == len(lane_ends):
                 lane_ends.append(end)
