@@ -32,6 +32,9 @@ PLOTS_JS = """
     drawn: gd.querySelectorAll('.cartesianlayer .trace, .barlayer .trace').length,
     marks: gd.querySelectorAll('.cartesianlayer path.point, .cartesianlayer path.js-line, .scatterlayer path.js-fill').length,
     width: gd.getBoundingClientRect().width, height: gd.getBoundingClientRect().height,
+    // drawn wider than the room it has (then clipped): Plotly sized it before its row was laid out
+    overflow: Math.max(0, ...Array.from(gd.querySelectorAll('svg.main-svg')).map(
+        s => s.getBoundingClientRect().width - gd.parentElement.getBoundingClientRect().width)),
 }))
 """
 

@@ -35,7 +35,8 @@ table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
 caption { text-align: left; color: #666; padding-bottom: 2px; }
 th, td { border-bottom: 1px solid #eee; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.row { display: flex; gap: 12px; } .row > div { flex: 1 1 0; min-width: 0; }
+/* Fixed shares: Plotly sizes a plot when its script runs, before the next plot of its row exists. */
+.row { display: flex; gap: 12px; } .row > div { flex: 0 0 calc((100% - 12px) / 2); min-width: 0; }
 .table-wrap { max-height: 420px; overflow: auto; }
 footer { color: #888; font-size: 12px; padding-bottom: 24px; }
 """
