@@ -3,6 +3,7 @@
     amqpcap decode CAPTURE...               decoded traffic without Spark (readable, --jsonl, --stats)
     amqpcap run --input PATH... --lake DIR  the nightly Spark job: captures into the Delta lake
     amqpcap analyze --lake DIR              rebuild the analytics tables from the raw ones
+    amqpcap report --lake DIR -o FILE       one self-contained HTML page of plots about the traffic
     amqpcap repair --lake DIR               finish runs interrupted while committing
     amqpcap maintain --lake DIR             compact and vacuum the tables
     amqpcap config                          the effective settings, as TOML
@@ -52,13 +53,13 @@ def console_options() -> argparse.ArgumentParser:
 
 
 def parser() -> argparse.ArgumentParser:
-    from amqpcap.commands import analyze, config, decode, maintain, repair, run
+    from amqpcap.commands import analyze, config, decode, maintain, repair, report, run
     top = argparse.ArgumentParser(prog="amqpcap", description="Captured AMQP 0-9-1 / 0-9 traffic to tables.",
                                   epilog=EXIT_CODES)
     top.add_argument("--version", action="version", version=version_text())
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = [settings_options(), console_options()]
-    for module in (decode, run, analyze, repair, maintain, config):
+    for module in (decode, run, analyze, report, repair, maintain, config):
         sub = commands.add_parser(module.NAME, help=module.HELP, description=module.DESCRIPTION,
                                   parents=common, epilog=EXIT_CODES,
                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter)
