@@ -27,8 +27,11 @@ LAKE ?= lake
 run: setup
 	$(VENV)/bin/amqpcap run --input $(SAMPLES) --lake $(LAKE)
 
+# The whole suite on the installed (compiled, where a C compiler was there) build, then the
+# decoder's tests again on the interpreted modules, the reference the compiled build must equal.
 test: setup
 	$(PY) -m pytest -q
+	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q -m "not slow" tests/codec tests/capture tests/analytics
 
 quick: setup  # the inner loop: everything but the Spark end-to-end tests
 	$(PY) -m pytest -q -m "not slow"

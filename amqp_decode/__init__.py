@@ -7,7 +7,11 @@ __version__ = "0.2.0"
 import os as _os
 
 # The modules a C compiler turns into extensions (setup.py): the same .py files, typed by their .pxd.
-HOT_MODULES = ("packets", "tcp", "frames", "stream", "codec", "fieldtable")
+HOT_MODULES = ("packets", "tcp", "frames", "stream", "codec", "fields", "fieldtable", "decoder", "rows", "tabulate",
+               "capture.pcap", "capture.pcapng", "capture.source", "capture.boundaries",
+               "analytics.connection", "analytics.deliveries", "analytics.publishes", "analytics.rpc_calls",
+               "analytics.channels", "analytics.heartbeats", "analytics.connections", "analytics.errors",
+               "analytics.flow_control", "analytics.common")
 
 if _os.environ.get("AMQPCAP_INTERPRETED"):  # the reference: run the .py files even where compiled ones exist
     import importlib.abc

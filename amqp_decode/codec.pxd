@@ -11,8 +11,8 @@ cdef class Codec:
     cdef public dict _methods
     cdef public dict _properties
 
-    @cython.locals(frame_type=cython.int, channel=cython.int, size=cython.longlong, start=cython.longlong,
-                   end=cython.longlong, frame=Frame)
+    @cython.locals(view="const unsigned char[:]", frame_type=cython.int, channel=cython.int,
+                   size=cython.ulonglong, start=cython.longlong, end=cython.longlong, frame=Frame)
     cpdef tuple decode_frame(self, object buf, long long offset=*, long long max_payload=*)
     @cython.locals(class_id=cython.int, method_id=cython.int, end=cython.longlong)
     cpdef MethodFrame decode_method(self, bytes payload, int channel=*)

@@ -18,6 +18,7 @@ from amqp_decode.compiler import MethodDecoder, compile_fields, compile_properti
 from amqp_decode.errors import (BadFrameEnd, DecodeError, MalformedPayload, OversizeFrame,
                                 TrailingBytes, TruncatedFrame, UnknownClass, UnknownFrameType,
                                 UnknownMethod, UnknownProperty)
+from amqp_decode.fields import Overrun, decode_args, decode_properties, plan, property_plan
 from amqp_decode.fieldtable import FieldTableCodec
 from amqp_decode.frames import (ContentBody, ContentHeader, Frame, Heartbeat, MethodFrame,
                                 OtherFrame)
@@ -34,6 +35,10 @@ _U16 = struct.Struct(">H").unpack_from
 # size field would make a reader wait for 4 GiB. RabbitMQ's own default frame-max is 128 KiB.
 DEFAULT_MAX_PAYLOAD = 16 * 1024 * 1024
 
+# The compiled build decodes arguments with the loops of amqp_decode.fields; the interpreted one
+# with compiler.py's generated decoders (faster in Python). Same spec, same results.
+COMPILED = __file__.endswith((".so", ".pyd"))
+
 
 class Codec:
     def __init__(self, spec: Spec, dialect: str = "rabbitmq") -> None:
@@ -46,17 +51,18 @@ class Codec:
                             for c in spec.constants.values()
                             if c.name.startswith("frame-") and c.error_class is None
                             and c.name not in ("frame-end", "frame-min-size")}
-        self._methods: dict[int, tuple[Method, MethodDecoder, bool]] = {}
+        self._methods: dict[int, tuple[Method, MethodDecoder, bool, tuple]] = {}
         for method in spec.methods():
             secret = SECRET_FIELDS.get(method.full_name)
-            decoder = compile_fields(method.fields, method.full_name, self.tables,
-                                     raw_keys=frozenset({secret}) if secret else frozenset())
-            self._methods[method.class_id << 16 | method.method_id] = (method, decoder, bool(secret))
+            raw = frozenset({secret}) if secret else frozenset()
+            decoder = compile_fields(method.fields, method.full_name, self.tables, raw_keys=raw)
+            self._methods[method.class_id << 16 | method.method_id] = (method, decoder, bool(secret),
+                                                                       plan(method.fields, raw))
         self._properties = {}
         for amqp_class in spec.classes.values():
             if amqp_class.properties:
                 self._properties[amqp_class.class_id] = (amqp_class.name, *compile_properties(
-                    amqp_class.properties, amqp_class.name, self.tables))
+                    amqp_class.properties, amqp_class.name, self.tables), property_plan(amqp_class.properties))
 
     @classmethod
     def for_version(cls, version: str = "0-9-1", dialect: str = "rabbitmq") -> "Codec":
@@ -67,15 +73,18 @@ class Codec:
     def decode_frame(self, buf: bytes, offset: int = 0,
                      max_payload: int = DEFAULT_MAX_PAYLOAD) -> tuple[Frame, int]:
         """Decode the frame starting at `offset`; return it and the offset just after it."""
-        try:
-            frame_type, channel, size = _FRAME_HEADER(buf, offset)
-        except struct.error:
+        view = buf  # (the compiled build reads it through a typed view of bytes or bytearray)
+        if offset + FRAME_HEADER_SIZE > len(view):
             raise TruncatedFrame(f"frame header needs {FRAME_HEADER_SIZE} bytes, have "
-                                 f"{max(0, len(buf) - offset)}", offset) from None
+                                 f"{max(0, len(view) - offset)}", offset)
+        frame_type = view[offset]
+        channel = (view[offset + 1] << 8) | view[offset + 2]
+        size = view[offset + 3]
+        size = (size << 24) | (view[offset + 4] << 16) | (view[offset + 5] << 8) | view[offset + 6]
         type_name = self.frame_types.get(frame_type)
         start = offset + FRAME_HEADER_SIZE
         end = start + size
-        if type_name is None or size > max_payload or end >= len(buf):
+        if type_name is None or size > max_payload or end >= len(view):
             if type_name is None:
                 raise UnknownFrameType(f"frame type {frame_type} is not defined by AMQP "
                                        f"{self.spec.version}", offset)
@@ -83,22 +92,25 @@ class Codec:
                 raise OversizeFrame(f"{type_name} frame payload of {size} bytes exceeds the limit "
                                     f"of {max_payload}", offset)
             raise TruncatedFrame(f"{type_name} frame needs {size + 8} bytes, have "
-                                 f"{len(buf) - offset}", offset)
-        if buf[end] != self.frame_end:
-            raise BadFrameEnd(f"octet after a {size}-byte {type_name} payload is {buf[end]:#04x}, "
+                                 f"{len(view) - offset}", offset)
+        if view[end] != self.frame_end:
+            raise BadFrameEnd(f"octet after a {size}-byte {type_name} payload is {view[end]:#04x}, "
                               f"not {self.frame_end:#04x}", end)
         try:
             if type_name == "method":
-                frame = self.decode_method(bytes(buf[start:end]), channel)
+                payload = buf[start:end]
+                frame = self.decode_method(payload if type(payload) is bytes else bytes(payload), channel)
             elif type_name == "header":
-                frame = self.decode_header(bytes(buf[start:end]), channel)
+                payload = buf[start:end]
+                frame = self.decode_header(payload if type(payload) is bytes else bytes(payload), channel)
             elif type_name == "body":
-                frame = ContentBody(channel, bytes(buf[start:end]), size)
+                payload = buf[start:end]
+                frame = ContentBody(channel, payload if type(payload) is bytes else bytes(payload), size)
             elif type_name == "heartbeat":
                 frame = Heartbeat(channel, size)
                 if size or channel:
-                    frame.warnings.append(MalformedPayload(
-                        f"heartbeat on channel {channel} with {size} payload bytes", offset))
+                    frame.warnings = [MalformedPayload(
+                        f"heartbeat on channel {channel} with {size} payload bytes", offset)]
             else:
                 frame = OtherFrame(channel, frame_type, type_name, size)
         except DecodeError as error:
@@ -114,7 +126,8 @@ class Codec:
     def decode_method(self, payload: bytes, channel: int = 0) -> MethodFrame:
         if len(payload) < 4:
             raise MalformedPayload(f"method payload of {len(payload)} bytes has no class and method id", 0)
-        class_id, method_id = _IDS(payload, 0)
+        class_id = (payload[0] << 8) | payload[1]
+        method_id = (payload[2] << 8) | payload[3]
         entry = self._methods.get(class_id << 16 | method_id)
         if entry is None:
             if class_id not in self.spec.classes:
@@ -122,11 +135,14 @@ class Codec:
                                    f"{self.spec.version}", 0, class_id)
             raise UnknownMethod(f"method {method_id} of class {self.spec.classes[class_id].name} "
                                 f"is not in AMQP {self.spec.version}", 0, class_id, method_id)
-        method, decoder, secret = entry
+        method, decoder, secret, fields = entry
         warnings: list[DecodeError] = []
         try:
-            args, end = decoder(payload, 4, warnings)
-        except (IndexError, struct.error):
+            if COMPILED:
+                args, end = decode_args(fields, payload, 4, warnings, self.tables)
+            else:
+                args, end = decoder(payload, 4, warnings)
+        except (IndexError, struct.error, Overrun):
             raise _overrun(method.full_name, payload, 4) from None
         if end != len(payload):
             _check_end(method.full_name, payload, end, warnings)
@@ -143,7 +159,7 @@ class Codec:
         if entry is None:
             raise UnknownClass(f"content header for class {class_id}, which has no properties in "
                                f"AMQP {self.spec.version}", 0, class_id)
-        class_name, decoder, words, known = entry
+        class_name, decoder, words, known, plan_ = entry
         flags = [word]
         o = 14
         while word & 1:  # bit 0 set: another flag word follows
@@ -161,8 +177,11 @@ class Codec:
             unknown = [f & ~k & 0xFFFE for f, k in zip(flags, known + [0] * (len(flags) - len(known)))]
         warnings: list[DecodeError] = []
         try:
-            properties, end = decoder(payload, o, warnings, flags)
-        except (IndexError, struct.error):
+            if COMPILED:
+                properties, end = decode_properties(plan_, payload, o, warnings, flags, self.tables)
+            else:
+                properties, end = decoder(payload, o, warnings, flags)
+        except (IndexError, struct.error, Overrun):
             raise _overrun(f"{class_name} properties", payload, o) from None
         if unknown and any(unknown):
             # Undefined properties come after every defined one; their bytes cannot be decoded.

@@ -39,10 +39,13 @@ CONNECTION_END = "connection-end"
 _FRAME_HEADER = struct.Struct(">BHI").unpack_from
 
 
+# A FrameReader's states: before the protocol header, framing, resynchronising, inside a large
+# body frame streamed as it arrives, skipping the rest of a frame a gap interrupted.
+START, FRAMES, RESYNC, BODY, SKIP = range(5)
+
+
 class FrameReader:
     """One direction's framing state."""
-
-    START, FRAMES, RESYNC, BODY, SKIP = range(5)
 
     def __init__(self, connection: "AmqpConnection", direction: int) -> None:
         self.connection = connection
@@ -51,7 +54,7 @@ class FrameReader:
         self.base = 0  # stream offset of buf[0]
         self.end = 0  # stream offset after the last byte received
         self.chunks: deque[tuple[int, int, int]] = deque()  # (end offset, ts_ns, capture) per delivery
-        self.state = self.START
+        self.state = START
         self.mid_stream = False
         self.skipped = 0  # bytes skipped in the current resynchronisation or skip
         self.skip_first = (0, -1)  # (ts_ns, capture) of its first byte, whose chunk may be forgotten
@@ -75,7 +78,7 @@ class FrameReader:
                 offset = self.end
                 if not data:
                     return
-        if self.end == 0 and self.state == self.START and offset == 0:
+        if self.end == 0 and self.state == START and offset == 0:
             self.mid_stream = not self.connection.syn_seen(self.direction)
         self.end += len(data)
         self.chunks.append((self.end, ts_ns, capture))
@@ -95,7 +98,7 @@ class FrameReader:
 
     def gap(self, offset: int, size: int, ts_ns: int) -> None:
         self.chunks.append((offset + size, ts_ns, -1))
-        if self.state == self.BODY and size < self.body["remaining"]:
+        if self.state == BODY and size < self.body["remaining"]:
             self.body["remaining"] -= size
             self.body["intact"] = False
             self.body["lost"] += size
@@ -108,7 +111,7 @@ class FrameReader:
         self.end += size
         if frame_size is not None and self.base + frame_size > offset + size:
             # The interrupted frame's extent is known: skip exactly to its end, no resync needed.
-            self.state = self.SKIP
+            self.state = SKIP
             self.skip_remaining = self.base + frame_size - (offset + size)
             self.skip_first = self._first_byte(self.base)
             self.skipped = buffered + size
@@ -121,7 +124,7 @@ class FrameReader:
             return
         lost_from = self.base
         self.skip_detail = ""
-        if self.state == self.BODY:  # the gap runs past the body's end: the frame is lost
+        if self.state == BODY:  # the gap runs past the body's end: the frame is lost
             buffered += self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
             lost_from = self.body["start"]
             self.body = None
@@ -130,21 +133,21 @@ class FrameReader:
                     size + buffered, lost_from, offset + size, None)
         self.buf = bytearray()
         self.base = offset + size
-        self.state = self.RESYNC
+        self.state = RESYNC
 
     def finish(self) -> None:
         """The stream ended: decode what still can be and account for the rest."""
         self._process(final=True)
         left = len(self.buf)
-        if self.state == self.BODY:
+        if self.state == BODY:
             done = self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
             self._issue("truncated", f"stream ended inside a {self.body['size']}-byte body frame",
                         done + left, self.body["start"], self.end, self.body["channel"])
             self.body = None
-        elif self.state in (self.RESYNC, self.SKIP) and (self.skipped or left):
+        elif self.state in (RESYNC, SKIP) and (self.skipped or left):
             if not self.skipped:
                 self.skip_first = self._first_byte(self.base)
-            self._issue("resync" if self.state == self.RESYNC else "gap",
+            self._issue("resync" if self.state == RESYNC else "gap",
                         self.skip_detail or "stream ended before frames could be found again",
                         self.skipped + left, self.base - self.skipped, self.end, None, self.skip_first)
         elif left:
@@ -171,13 +174,13 @@ class FrameReader:
         """Decode from the start of `buf` (whose first byte is at stream offset self.base) as far
         as its bytes allow; return how many bytes were consumed. `buf` is only read."""
         codec = self.connection.codec
-        decode, max_frame, size = codec.decode_frame, self.connection.settings.max_frame, len(buf)
+        max_frame, size = self.connection.settings.max_frame, len(buf)
         pos = 0
         while pos < size:
             state = self.state
-            if state == self.FRAMES:
+            if state == FRAMES:
                 try:
-                    frame, next_pos = decode(buf, pos, max_frame)
+                    frame, next_pos = codec.decode_frame(buf, pos, max_frame)
                 except TruncatedFrame:
                     if self._start_body(buf, pos):
                         pos = len(buf)
@@ -187,7 +190,7 @@ class FrameReader:
                     if error.frame_end is None:  # framing lost: bad frame-end, unknown type, oversize
                         self._issue("framing", f"{error.kind}: {error.detail}", 0, self.base + pos,
                                     self.base + pos, None)
-                        self.state = self.RESYNC
+                        self.state = RESYNC
                         continue
                     self._emit_error(error, pos)
                     pos = error.frame_end
@@ -196,9 +199,9 @@ class FrameReader:
                 self.decoded_bytes += next_pos - pos
                 self.connection.frame(self, frame, self.base + pos, self.base + next_pos)
                 pos = next_pos
-            elif state == self.BODY:
+            elif state == BODY:
                 pos = self._feed_body(buf, pos)
-            elif state == self.START:
+            elif state == START:
                 available = len(buf) - pos
                 if buf[pos:pos + 4] == b"AMQP"[:min(4, available)] and available < PROTOCOL_HEADER_SIZE \
                         and not final:
@@ -208,12 +211,12 @@ class FrameReader:
                     self.connection.protocol_header(self, header, self.base + pos)
                     codec = self.connection.codec
                     pos += PROTOCOL_HEADER_SIZE
-                    self.state = self.FRAMES
+                    self.state = FRAMES
                 else:
-                    self.state = self.RESYNC if self.mid_stream else self.FRAMES
+                    self.state = RESYNC if self.mid_stream else FRAMES
                     if not self.mid_stream and self.connection.no_protocol_header(self, buf, pos):
-                        self.state = self.RESYNC
-            elif state == self.RESYNC:
+                        self.state = RESYNC
+            elif state == RESYNC:
                 found, keep = self._find_sync(buf, pos, final)
                 if not self.skipped and (keep if found is None else found) > pos:
                     self.skip_first = self._first_byte(self.base + pos)
@@ -230,7 +233,7 @@ class FrameReader:
                                 self.base + found, None, self.skip_first)
                 self.skipped = 0
                 pos = found
-                self.state = self.FRAMES
+                self.state = FRAMES
             else:  # SKIP: the rest of a frame interrupted by a gap
                 step = min(self.skip_remaining, len(buf) - pos)
                 self.skip_remaining -= step
@@ -245,11 +248,11 @@ class FrameReader:
                     self.base + pos, None, self.skip_first)
         self.skipped = 0
         self.skip_detail = ""
-        self.state = self.FRAMES
+        self.state = FRAMES
 
     def _known_frame_size(self) -> int | None:
         """Wire size of the partial frame at the buffer's start, if its header is there."""
-        if self.state != self.FRAMES or len(self.buf) < FRAME_HEADER_SIZE:
+        if self.state != FRAMES or len(self.buf) < FRAME_HEADER_SIZE:
             return None
         frame_type, _, size = _FRAME_HEADER(self.buf, 0)
         if frame_type not in self.connection.codec.frame_types or size > self.connection.settings.max_frame:
@@ -322,7 +325,7 @@ class FrameReader:
         first_ts, _, capture = self.timestamps(start, start + 1)  # its chunk is forgotten meanwhile
         self.body = {"start": start, "channel": channel, "size": size, "remaining": size + 1,
                      "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture}
-        self.state = self.BODY
+        self.state = BODY
         self._feed_body(buf, pos + FRAME_HEADER_SIZE)
         return True
 
@@ -340,13 +343,13 @@ class FrameReader:
             pos += 1
             body["remaining"] = 0
             self.body = None
-            self.state = self.FRAMES
+            self.state = FRAMES
             frame_end = self.connection.codec.frame_end
             if end_octet != frame_end:
                 self._issue("framing", f"bad-frame-end: octet after a {body['size']}-byte body payload "
                             f"is {end_octet:#04x}, not {frame_end:#04x}", body["size"] + 8,
                             body["start"], self.base + pos, body["channel"])
-                self.state = self.RESYNC
+                self.state = RESYNC
             else:
                 self.connection.streamed_body(self, body, self.base + pos)
         return pos
@@ -438,6 +441,8 @@ class AmqpConnection(StreamSink):
         self.frame_start = _frame_start_pattern(self.codec, settings.resync_max_frame)
         self.readers = (FrameReader(self, 0), FrameReader(self, 1))
         self.client: int | None = None  # direction index of the client
+        self.labels = ((None, None), (None, None))  # per direction: (client, server) once decided
+        self.directions = (None, None)  # per direction: "C>S" / "S>C" once decided
         self.status = "undecided"  # -> "amqp", "not-amqp", "tls"
         self.pending: list[tuple[int, dict]] = []
         self.contents: dict[tuple[int, int], _Content] = {}
@@ -589,6 +594,9 @@ class AmqpConnection(StreamSink):
             how = "unknown: assumed the first source seen"
         self.client = direction
         self.client_reason = how
+        ends = (self.endpoints[direction], self.endpoints[1 - direction])
+        self.labels = (ends, ends)
+        self.directions = (CLIENT_TO_SERVER, SERVER_TO_CLIENT) if direction == 0 else (SERVER_TO_CLIENT, CLIENT_TO_SERVER)
         pending, self.pending = self.pending, []
         for record_direction, record in pending:
             self._label(record_direction, record)
@@ -605,13 +613,17 @@ class AmqpConnection(StreamSink):
                 sent_by_client = CLIENT_TO_SERVER in method.directions
                 self._decide_client(reader.direction if sent_by_client else 1 - reader.direction,
                                     f"direction of {method.full_name}")
-            fields = {"method": method.full_name, "class_id": method.class_id,
-                      "method_id": method.method_id, "args": frame.args}
             key = (reader.direction, channel)
-            if key in self.contents:
+            if self.contents and key in self.contents:
                 self._close_content(key, complete=False, why=f"{method.full_name} on the same channel")
-            record = self._record(reader, "method", start, end, channel, fields, hold=method.content)
-            if method.content:
+            record = self._record(reader, "method", start, end, channel, None, hold=True)
+            record["method"] = method.full_name
+            record["class_id"] = method.class_id
+            record["method_id"] = method.method_id
+            record["args"] = frame.args
+            if not method.content:
+                self._release(reader.direction, record)
+            else:
                 self.contents[key] = _Content(records=[record], method=record,
                                               hasher=hashlib.sha256(),
                                               body=bytearray() if self.settings.capture_bodies else None)
@@ -634,12 +646,12 @@ class AmqpConnection(StreamSink):
         elif kind == "body":
             self._body(reader, channel, frame.payload, start, end)
         elif kind == "heartbeat":
-            self._record(reader, "heartbeat", start, end, channel, {})
+            self._record(reader, "heartbeat", start, end, channel, None)
         else:  # a frame type the spec defines but nothing here interprets (0-9 trace, oob-*)
             self._record(reader, "issue", start, end, channel, {
                 "issue_kind": "uninterpreted-frame", "detail": f"{frame.type_name} frame (type "
                 f"{frame.frame_type}) of {frame.size} bytes: framed, not interpreted", "bytes_skipped": 0})
-        warnings = getattr(frame, "warnings", None)
+        warnings = frame.warnings
         if warnings:
             for warning in warnings:
                 self._record(reader, "issue", start, end, channel, {
@@ -716,24 +728,23 @@ class AmqpConnection(StreamSink):
         self._record(reader, "issue", start, end, channel,
                      {"issue_kind": kind, "detail": detail, "bytes_skipped": skipped}, ts=ts)
 
-    def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, fields: dict,
+    def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, fields: dict | None,
                 hold: bool = False, ts=None) -> dict:
+        """A record in the JSON Lines contract (docs/decode.md): the common keys, then `fields`.
+        Labelled with the client and direction now, or once the client side is known."""
         first, last, capture = ts if ts is not None else reader.timestamps(start, end)
-        client = self.client
-        if client is None:  # labelled once the client side is known
-            ends, direction = (None, None), None
-        else:
-            ends = self.endpoints if client == 0 else self.endpoints[::-1]
-            direction = CLIENT_TO_SERVER if reader.direction == client else SERVER_TO_CLIENT
         if capture < 0:
             capture = self.first_capture
+        ends = self.labels[reader.direction]
         record = {"ts": first / 1e9, "ts_ns": first, "ts_last_ns": last,
                   "capture": self.capture_names[capture] if capture >= 0 else None,
-                  "connection": self.id, "client": ends[0], "server": ends[1], "dir": direction,
-                  "channel": channel, "kind": kind, "offset": start, "size": end - start}
-        record.update(fields)
+                  "connection": self.id, "client": ends[0], "server": ends[1],
+                  "dir": self.directions[reader.direction], "channel": channel, "kind": kind, "offset": start,
+                  "size": end - start}
+        if fields is not None:
+            record.update(fields)
         if not hold:
-            if client is None:
+            if self.client is None:
                 self._release(reader.direction, record)
             else:
                 self.out.append(record)
@@ -749,10 +760,10 @@ class AmqpConnection(StreamSink):
         self.out.append(record)
 
     def _label(self, direction: int, record: dict) -> None:
-        client = self.client
-        record["client"] = self.endpoints[client]
-        record["server"] = self.endpoints[1 - client]
-        record["dir"] = CLIENT_TO_SERVER if direction == client else SERVER_TO_CLIENT
+        ends = self.labels[direction]
+        record["client"] = ends[0]
+        record["server"] = ends[1]
+        record["dir"] = self.directions[direction]
 
 
 @functools.lru_cache(maxsize=16)

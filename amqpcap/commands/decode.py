@@ -125,6 +125,9 @@ def _json_line(record: dict) -> bytes:
 
 
 def _text_line(record: dict) -> str:
+    if record["connection"] is None:  # damage to the capture file itself
+        return (f"capture {record['capture']} at byte {record.get('file_offset')}: ISSUE {record['issue_kind']}: "
+                f"{record['detail']}\n").encode()
     ts = datetime.datetime.fromtimestamp(record["ts_ns"] / 1e9, datetime.timezone.utc)
     arrow = "->" if record["dir"] == "C>S" else "<-"
     head = f"{ts:%Y-%m-%d %H:%M:%S.%f} {record['connection'][:8]} {record['client']} {arrow} " \

@@ -94,3 +94,24 @@ def test_help_lists_decode():
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
     assert exit_.value.code == 0
+
+
+def test_damage_to_the_file_in_both_views(capfdbinary, tmp_path):
+    """A flipped length bit in a record header: one issue record with the file offsets, one line in
+    the readable view, one warning on stderr; the rest of the file still decodes."""
+    import struct
+    data = bytearray((SAMPLES / "heartbeats.pcap").read_bytes())
+    pos = 24
+    for _ in range(3):
+        pos += 16 + struct.unpack_from("<I", data, pos + 8)[0]
+    data[pos + 10] ^= 0x40  # record 3's caplen
+    damaged = tmp_path / "damaged.pcap"
+    damaged.write_bytes(bytes(data))
+    code, out, err = run(capfdbinary, "--jsonl", damaged)
+    assert code == 0
+    issues = [json.loads(line) for line in out.splitlines() if '"file_offset"' in line]
+    assert [(i["issue_kind"], i["file_offset"]) for i in issues] == [("damaged-record-header", pos)]
+    assert f"{damaged}: damaged: " in err and err.count("damaged:") == 1
+    assert sum(1 for line in out.splitlines() if '"kind":"heartbeat"' in line) >= 6
+    code, out, _ = run(capfdbinary, damaged)
+    assert code == 0 and f"capture {damaged} at byte {pos}: ISSUE damaged-record-header" in out

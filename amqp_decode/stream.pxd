@@ -1,0 +1,121 @@
+# Types for the compiled build of stream.py (Cython pure Python mode): the .py is the source.
+cimport cython
+from amqp_decode.codec cimport Codec
+from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, ContentBody
+from amqp_decode.tcp cimport StreamSink, TcpConnection
+
+cdef int START, FRAMES, RESYNC, BODY, SKIP
+cdef long long STREAM_BODY_MIN
+
+
+cdef class AmqpConnection
+cdef class StreamOptions
+
+
+cdef class FrameReader:
+    cdef public AmqpConnection connection
+    cdef public int direction
+    cdef public bytearray buf
+    cdef public long long base
+    cdef public long long end
+    cdef public object chunks
+    cdef public int state
+    cdef public bint mid_stream
+    cdef public long long skipped
+    cdef public tuple skip_first
+    cdef public long long skip_remaining
+    cdef public str skip_detail
+    cdef public list resync_waiting
+    cdef public long long resync_scanned
+    cdef public object body
+    cdef public long long frames
+    cdef public long long decoded_bytes
+    cdef public long long skipped_bytes
+
+    @cython.locals(used=cython.longlong)
+    cpdef data(self, long long offset, bytes data, long long ts_ns, int capture)
+    @cython.locals(buffered=cython.longlong, lost_from=cython.longlong)
+    cpdef gap(self, long long offset, long long size, long long ts_ns)
+    @cython.locals(left=cython.longlong, done=cython.longlong)
+    cpdef finish(self)
+    @cython.locals(pos=cython.longlong)
+    cpdef _process(self, bint final)
+    cpdef _forget_chunks(self)
+    @cython.locals(pos=cython.longlong, size=cython.longlong, next_pos=cython.longlong, state=cython.int,
+                   max_frame=cython.longlong, available=cython.longlong, step=cython.longlong,
+                   codec=Codec, frame=Frame)
+    cpdef long long _run(self, object buf, bint final)
+    cpdef _end_skip(self, long long pos=*)
+    cpdef _known_frame_size(self)
+    cpdef tuple _find_sync(self, object buf, long long pos, bint final)
+    cpdef _judge(self, object buf, long long i, bint final)
+    cpdef bint _start_body(self, object buf, long long pos)
+    @cython.locals(payload_left=cython.longlong, take=cython.longlong)
+    cpdef long long _feed_body(self, object buf, long long pos)
+    cpdef _emit_error(self, object error, long long pos)
+    cpdef _issue(self, str kind, str detail, long long skipped, long long start, long long end, object channel,
+                 tuple first=*)
+    cpdef tuple _first_byte(self, long long offset)
+    @cython.locals(chunk_end=cython.longlong, ts_ns=cython.longlong, capture=cython.int)
+    cpdef tuple timestamps(self, long long start, long long end)
+
+
+cdef class AmqpConnection(StreamSink):
+    cdef public TcpConnection tcp
+    cdef public object on_end
+    cdef public str id
+    cdef public dict codecs
+    cdef public StreamOptions settings
+    cdef public list out
+    cdef public list capture_names
+    cdef public tuple endpoints
+    cdef public tuple ports
+    cdef public object version
+    cdef public Codec codec
+    cdef public object frame_start
+    cdef public tuple readers
+    cdef public object client
+    cdef public tuple labels
+    cdef public tuple directions
+    cdef public str status
+    cdef public list pending
+    cdef public dict contents
+    cdef public long long ignored_bytes
+    cdef public list early_gaps
+    cdef public int first_capture
+    cdef public object client_reason
+    cdef public object end_reason
+
+    cpdef dict summary(self)
+    cpdef bint syn_seen(self, int direction)
+    cpdef _classify(self, int direction, bytes data)
+    cpdef _port_guess(self, object server_ports=*)
+    cpdef protocol_header(self, FrameReader reader, object header, long long offset)
+    cpdef bint no_protocol_header(self, FrameReader reader, object buf, long long pos)
+    cpdef _decide_client(self, object direction, str how)
+    @cython.locals(channel=cython.int, record=dict)
+    cpdef frame(self, FrameReader reader, Frame frame, long long start, long long end)
+    cpdef _body(self, FrameReader reader, int channel, object payload, long long start, long long end,
+                bint intact=*, object ts=*)
+    cpdef body_bytes(self, FrameReader reader, int channel, object data)
+    cpdef streamed_body(self, FrameReader reader, dict body, long long end)
+    cpdef _hash(self, object content, object data)
+    cpdef _close_content(self, tuple key, bint complete, str why=*)
+    cpdef issue(self, FrameReader reader, str kind, str detail, long long skipped, long long start, long long end,
+                object channel, object ts=*)
+    @cython.locals(first=cython.longlong, last=cython.longlong, capture=cython.int, record=dict)
+    cpdef dict _record(self, FrameReader reader, str kind, long long start, long long end, object channel,
+                       dict fields, bint hold=*, object ts=*)
+    cpdef _release(self, int direction, dict record)
+    cpdef _label(self, int direction, dict record)
+
+
+cdef class StreamOptions:
+    cdef public frozenset amqp_ports
+    cdef public frozenset tls_ports
+    cdef public str default_version
+    cdef public long long max_frame
+    cdef public long long resync_max_frame
+    cdef public bint capture_bodies
+    cdef public long long body_cap
+    cdef public long long pending_records
