@@ -30,6 +30,7 @@ run: setup
 # The whole suite on the installed (compiled, where a C compiler was there) build, then the
 # decoder's tests again on the interpreted modules, the reference the compiled build must equal.
 test: setup
+	$(VENV)/bin/ruff check --quiet .
 	$(PY) -m pytest -q
 	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q -m "not slow" tests/codec tests/capture tests/analytics
 

@@ -84,9 +84,9 @@ class SegmentDecoder:
     grouped by connection)."""
 
     def __init__(self, settings: Settings, capture_names: list[str],
-                 on_connection_end=None) -> None:
+                 on_connection_end=None, resumable: bool = False) -> None:
         self.settings = settings
-        self.options = StreamOptions(settings)
+        self.options = StreamOptions(settings, resumable)
         self.codecs = codecs_for(tuple(sorted(settings.decode.specs.items())), settings.decode.field_table_dialect)
         self.capture_names = capture_names
         self.on_connection_end = on_connection_end

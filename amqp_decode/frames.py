@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amqp_decode.errors import DecodeError, TruncatedFrame
+from amqp_decode.errors import TruncatedFrame
 from amqp_decode.spec import Method
 
 

@@ -16,7 +16,7 @@ from decimal import Decimal
 import orjson
 import pyarrow as pa
 
-from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, Table
+from amqp_decode.tables import FRAMES, Table
 
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime.date(1970, 1, 1)

@@ -115,6 +115,29 @@ class AnalyticsSection(Section):
         "routed (RabbitMQ returns at once).")
 
 
+class StateSection(Section):
+    """Connections carried from one run to the next (docs/state.md)."""
+
+    carry: StrictBool = Field(
+        True, description="Save the state of connections still open when a run's captures end, and resume them "
+        "in the run whose captures continue them.")
+    sensor: str = Field(
+        "default", description="What captured the traffic: runs of different sensors (capture points) never "
+        "continue each other's connections, even on the same 4-tuple.")
+    idle_limit_seconds: float = Field(
+        3600.0, ge=0, description="A connection silent this long before the captures' end is not carried: it ends "
+        "with the capture.")
+    max_gap_seconds: float = Field(
+        2 * 86400.0, ge=0, description="Saved state older than this when the connection's next packet comes is "
+        "not resumed (the connection starts afresh, with an issue saying why).")
+    seq_tolerance_bytes: int = Field(
+        1 << 20, ge=0, description="The next packet must continue the saved TCP sequence within this many bytes, "
+        "or the state is not resumed (another connection reused the 4-tuple, or another capture point).")
+    max_partial_body_bytes: int = Field(
+        64 << 20, ge=0, description="A message cut by the end of a run keeps its body so far, up to this size, so "
+        "its SHA-256 completes in the next run (beyond it the resumed message has no hash).")
+
+
 class LakeSection(Section):
     """The Delta lake."""
 
@@ -169,6 +192,7 @@ class Settings(Section):
     reassembly: ReassemblySection = Field(default_factory=ReassemblySection)
     bodies: BodiesSection = Field(default_factory=BodiesSection)
     analytics: AnalyticsSection = Field(default_factory=AnalyticsSection)
+    state: StateSection = Field(default_factory=StateSection)
     lake: LakeSection = Field(default_factory=LakeSection)
     job: JobSection = Field(default_factory=JobSection)
     maintain: MaintainSection = Field(default_factory=MaintainSection)

@@ -119,3 +119,5 @@ cdef class StreamOptions:
     cdef public bint capture_bodies
     cdef public long long body_cap
     cdef public long long pending_records
+    cdef public bint resumable
+    cdef public long long resumable_body_cap

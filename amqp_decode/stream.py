@@ -42,6 +42,8 @@ _FRAME_HEADER = struct.Struct(">BHI").unpack_from
 # A FrameReader's states: before the protocol header, framing, resynchronising, inside a large
 # body frame streamed as it arrives, skipping the rest of a frame a gap interrupted.
 START, FRAMES, RESYNC, BODY, SKIP = range(5)
+# The same for Python callers (amqp_decode.state): compiled, the names above are C ints, not exported.
+READER_STATES = {"start": START, "frames": FRAMES, "resync": RESYNC, "body": BODY, "skip": SKIP}
 
 
 class FrameReader:
@@ -420,6 +422,9 @@ class _Content:
     intact: bool = True
     hasher: object = None
     body: bytearray | None = None
+    # the body so far, kept only when connections are carried to the next run (the hash must be
+    # resumable there, and hashlib's state cannot be saved); None past `resumable_body_cap`
+    received_bytes: bytearray | None = None
 
 
 class AmqpConnection(StreamSink):
@@ -626,7 +631,8 @@ class AmqpConnection(StreamSink):
             else:
                 self.contents[key] = _Content(records=[record], method=record,
                                               hasher=hashlib.sha256(),
-                                              body=bytearray() if self.settings.capture_bodies else None)
+                                              body=bytearray() if self.settings.capture_bodies else None,
+                                              received_bytes=bytearray() if self.settings.resumable else None)
         elif kind == "header":
             fields = {"class": frame.class_name, "class_id": frame.class_id, "weight": frame.weight,
                       "body_size": frame.body_size, "property_flags": list(frame.property_flags),
@@ -693,7 +699,13 @@ class AmqpConnection(StreamSink):
         reader.decoded_bytes += body["size"] + 8 - body["lost"]
 
     def _hash(self, content: _Content, data) -> None:
-        content.hasher.update(data)
+        if content.hasher is not None:  # (None: resumed without its start, the hash is lost)
+            content.hasher.update(data)
+        if content.received_bytes is not None:
+            if len(content.received_bytes) + len(data) <= self.settings.resumable_body_cap:
+                content.received_bytes += data
+            else:
+                content.received_bytes = None  # too big to carry: its hash will not be resumable
         if content.body is not None and len(content.body) < self.settings.body_cap:
             content.body += data[:self.settings.body_cap - len(content.body)]
 
@@ -703,7 +715,7 @@ class AmqpConnection(StreamSink):
         header = content.records[1] if len(content.records) > 1 else None
         summary = {"body_size": content.body_size, "body_received": content.received,
                    "body_frames": content.frames, "complete": complete,
-                   "body_sha256": content.hasher.hexdigest() if complete else None,
+                   "body_sha256": content.hasher.hexdigest() if complete and content.hasher is not None else None,
                    "properties": header["properties"] if header is not None else None}
         if content.body is not None:
             summary["body_b64"] = base64.b64encode(bytes(content.body)).decode()
@@ -791,9 +803,9 @@ class StreamOptions:
     hot paths)."""
 
     __slots__ = ("amqp_ports", "tls_ports", "default_version", "max_frame", "resync_max_frame",
-                 "capture_bodies", "body_cap", "pending_records")
+                 "capture_bodies", "body_cap", "pending_records", "resumable", "resumable_body_cap")
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, resumable: bool = False) -> None:
         decode, bodies = settings.decode, settings.bodies
         self.amqp_ports = frozenset(decode.amqp_ports)
         self.tls_ports = frozenset(decode.tls_ports)
@@ -803,3 +815,5 @@ class StreamOptions:
         self.capture_bodies = bodies.capture
         self.body_cap = bodies.cap_bytes
         self.pending_records = decode.pending_records
+        self.resumable = resumable  # connections may be saved at the end (amqp_decode.state)
+        self.resumable_body_cap = settings.state.max_partial_body_bytes

@@ -86,6 +86,13 @@ Channel = Annotated[int | None, "int",
                     "AMQP channel (0 for the connection itself); null when not tied to a frame"]
 Ts = Annotated[int | None, "timestamp", "packet time of the first byte (microseconds)"]
 TsNs = Annotated[int | None, "bigint", "packet time of the first byte, nanoseconds since the epoch"]
+Source = Annotated[str | None, "string",
+                   "the capture file whose decoding produced the row, what a rerun of it replaces: the "
+                   "row's own capture, or the later file that finished it (a connection carried into a "
+                   "later run: docs/state.md)"]
+Provisional = Annotated[bool | None, "boolean",
+                        "true for what a connection still open at the end of the run looked like then (its "
+                        "open channels, unsettled deliveries...): replaced by the run that resumes it"]
 TsLastNs = Annotated[int | None, "bigint", "packet time of the last byte, nanoseconds since the epoch"]
 
 
@@ -161,6 +168,8 @@ class FramesRow(TypedDict, total=False):
     connection_seq: Annotated[int | None, "bigint",
                               "position of the frame in its connection's decoding order (0, 1, 2...): the order "
                               "the analytics consumed it in, and what `amqpcap analyze` replays"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -211,6 +220,8 @@ class MessagesRow(TypedDict, total=False):
     complete: Annotated[bool | None, "boolean", "header and every body byte seen"]
     body_sha256: Annotated[str | None, "string", "SHA-256 of the body, hex; null unless complete"]
     body: Annotated[bytes | None, "binary", "the body, capped; only when bodies.capture is on"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -237,6 +248,8 @@ class DecodeIssuesRow(TypedDict, total=False):
     file_offset: Annotated[int | None, "bigint",
                            "damage to the capture file itself (damaged-record-header, truncated-file, "
                            "gzip-damaged...): the byte offset in the file where it starts; null for stream issues"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -270,6 +283,8 @@ class StreamsRow(TypedDict, total=False):
     s2c_skipped_bytes: Annotated[int | None, "bigint", "server to client: bytes counted in issues"]
     s2c_frames: Annotated[int | None, "bigint", "server to client: frames"]
     s2c_packets: Annotated[int | None, "bigint", "server to client: TCP segments"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -304,6 +319,8 @@ class ErrorsRow(TypedDict, total=False):
     delivery_tag: Annotated[int | None, "bigint", "basic.nack: the confirm sequence number nacked"]
     multiple: Annotated[bool | None, "boolean",
                         "basic.nack: whether every outstanding tag up to it is nacked"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -345,6 +362,8 @@ class DeliveriesRow(TypedDict, total=False):
     app_id: Annotated[str | None, "string", "property app-id"]
     body_size: Annotated[int | None, "bigint", "body size"]
     body_sha256: Annotated[str | None, "string", "SHA-256 of the body; null unless complete"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -386,6 +405,8 @@ class PublishesRow(TypedDict, total=False):
                           "on a tx channel: committed, rolled-back or uncommitted; else null"]
     confirmed_ns: Annotated[int | None, "bigint", "confirmed_at in nanoseconds since the epoch"]
     app_id: Annotated[str | None, "string", "property app-id"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -415,6 +436,8 @@ class RpcCallsRow(TypedDict, total=False):
                        "no-reply (none seen: the capture ended, or the connection closed first)"]
     error_code: Annotated[int | None, "int", "the reply code of the answering error close"]
     error_text: Annotated[str | None, "string", "its reply text"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -475,6 +498,8 @@ class ConnectionsRow(TypedDict, total=False):
     channels_opened: Annotated[int | None, "bigint", "channel.open-ok seen"]
     messages_published: Annotated[int | None, "bigint", "basic.publish seen"]
     messages_delivered: Annotated[int | None, "bigint", "basic.deliver and basic.get-ok seen"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -512,6 +537,8 @@ class ChannelsRow(TypedDict, total=False):
     nacks: Annotated[int | None, "bigint", "client basic.nack frames"]
     rejects: Annotated[int | None, "bigint", "basic.reject frames"]
     confirms: Annotated[int | None, "bigint", "broker basic.ack and basic.nack frames (publisher confirms)"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -539,6 +566,8 @@ class HeartbeatsRow(TypedDict, total=False):
     ended_after_silence: Annotated[bool | None, "boolean",
                                    "the connection ended after a final silence longer than twice the "
                                    "interval (a heartbeat timeout)"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -560,6 +589,8 @@ class FlowControlRow(TypedDict, total=False):
     ended_at: Annotated[int | None, "timestamp",
                         "flow resumed (active=true, or unblocked); null if never in the capture"]
     duration_ms: Annotated[float | None, "double", "ended_at - started_at, in milliseconds"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -593,6 +624,8 @@ class MessageFlowsRow(TypedDict, total=False):
     publish_to_deliver_ms: Annotated[float | None, "double", "delivered_at - published_at, in milliseconds"]
     deliver_to_settle_ms: Annotated[float | None, "double", "settled_at - delivered_at, in milliseconds"]
     end_to_end_ms: Annotated[float | None, "double", "settled_at - published_at, in milliseconds"]
+    source: Source
+    provisional: Provisional
     run_id: Run
 
 
@@ -613,21 +646,48 @@ class RunsRow(TypedDict, total=False):
     summary_json: Annotated[str | None, "string", "the run's summary (amqpcap run --summary-json), as JSON"]
 
 
+class ConnectionStateRow(TypedDict, total=False):
+    """Connections still open when a run's captures ended, as that run left them: what the next run
+    resumes (amqp_decode.state, docs/state.md). One row per connection and run."""
+
+    date: Date
+    sensor: Annotated[str | None, "string", "what captured it (state.sensor): other sensors never resume it"]
+    tuple_key: Annotated[str | None, "string", "both endpoints, sorted: 'ip:port|ip:port'"]
+    connection: Connection
+    last_ts_ns: Annotated[int | None, "bigint", "its last packet in that run"]
+    source: Source
+    state: Annotated[bytes | None, "binary", "the saved state (decoder, analytics, partial frame and message)"]
+    run_id: Run
+
+
+class ResumptionsRow(TypedDict, total=False):
+    """Which run resumed which saved connection: a rerun of the run that saved it then leaves out
+    the provisional rows the later run replaced (docs/state.md)."""
+
+    date: Date
+    connection: Connection
+    saved_by: Annotated[str | None, "string", "the source of the state resumed (connection_state.source)"]
+    source: Source
+    run_id: Run
+
+
 CAPTURES = Table.of("captures", CapturesRow, replace_key="path")
-FRAMES = Table.of("frames", FramesRow)
-MESSAGES = Table.of("messages", MessagesRow)
-DECODE_ISSUES = Table.of("decode_issues", DecodeIssuesRow)
-STREAMS = Table.of("streams", StreamsRow)
-ERRORS = Table.of("errors", ErrorsRow)
-DELIVERIES = Table.of("deliveries", DeliveriesRow)
-PUBLISHES = Table.of("publishes", PublishesRow)
-RPC_CALLS = Table.of("rpc_calls", RpcCallsRow)
-CONNECTIONS = Table.of("connections", ConnectionsRow)
-CHANNELS = Table.of("channels", ChannelsRow)
-HEARTBEATS = Table.of("heartbeats", HeartbeatsRow)
-FLOW_CONTROL = Table.of("flow_control", FlowControlRow)
-MESSAGE_FLOWS = Table.of("message_flows", MessageFlowsRow)
+FRAMES = Table.of("frames", FramesRow, replace_key="source")
+MESSAGES = Table.of("messages", MessagesRow, replace_key="source")
+DECODE_ISSUES = Table.of("decode_issues", DecodeIssuesRow, replace_key="source")
+STREAMS = Table.of("streams", StreamsRow, replace_key="source")
+ERRORS = Table.of("errors", ErrorsRow, replace_key="source")
+DELIVERIES = Table.of("deliveries", DeliveriesRow, replace_key="source")
+PUBLISHES = Table.of("publishes", PublishesRow, replace_key="source")
+RPC_CALLS = Table.of("rpc_calls", RpcCallsRow, replace_key="source")
+CONNECTIONS = Table.of("connections", ConnectionsRow, replace_key="source")
+CHANNELS = Table.of("channels", ChannelsRow, replace_key="source")
+HEARTBEATS = Table.of("heartbeats", HeartbeatsRow, replace_key="source")
+FLOW_CONTROL = Table.of("flow_control", FlowControlRow, replace_key="source")
+MESSAGE_FLOWS = Table.of("message_flows", MessageFlowsRow, replace_key="source")
 RUNS = Table.of("runs", RunsRow, replace_key="run_id")
+CONNECTION_STATE = Table.of("connection_state", ConnectionStateRow, replace_key="source")
+RESUMPTIONS = Table.of("resumptions", ResumptionsRow, replace_key="source")
 
 # The registry: every table of the lake, in the order the docs list them.
 RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
@@ -635,12 +695,14 @@ RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
 CONNECTION_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
 # Across connections: built after decoding from the per-message rows of publishes and deliveries.
 ANALYTICS_TABLES = CONNECTION_TABLES + (MESSAGE_FLOWS,)
+# Connections carried between runs (amqp_decode.state).
+STATE_TABLES = (CONNECTION_STATE, RESUMPTIONS)
 # The run log (pipelines.runlog): never replaced, only appended.
 LOG_TABLES = (RUNS,)
-TABLES = {t.name: t for t in RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES}
+TABLES = {t.name: t for t in RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES + LOG_TABLES}
 
 
-def markdown(tables=RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES) -> str:
+def markdown(tables=RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES + LOG_TABLES) -> str:
     lines = ["# Tables", "",
              "Generated from `amqp_decode/tables.py` (`python -m amqp_decode.tables > docs/tables.md`); "
              "do not edit by hand. All tables are Delta, partitioned by `date` (UTC date of the "

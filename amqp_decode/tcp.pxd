@@ -73,6 +73,7 @@ cdef class TcpTracker:
     cdef object _closing
     cdef public long long ignored_packets
     cdef public long long connections_seen
+    cdef public object on_open
 
     @cython.locals(connection=TcpConnection, half=HalfStream, other=HalfStream, flags=cython.int,
                    direction=cython.int, same_syn=cython.bint)

@@ -219,8 +219,9 @@ class TcpTracker:
     """Routes segments to connections; creates and ends connections."""
 
     def __init__(self, sink_factory: SinkFactory, window: int = 4 << 20,
-                 close_grace_ns: int = 10_000_000_000) -> None:
+                 close_grace_ns: int = 10_000_000_000, on_open=None) -> None:
         self.sink_factory = sink_factory
+        self.on_open = on_open  # (connection, its first segment): a connection saved by an earlier run may resume
         self.window = window
         self.close_grace_ns = close_grace_ns
         self.connections: dict[tuple, TcpConnection] = {}
@@ -252,6 +253,8 @@ class TcpTracker:
                 return
             connection = self._open(seg)
             connection.first_capture = capture
+            if self.on_open is not None:
+                self.on_open(connection, seg)
         direction = 0 if (seg.src, seg.sport) == connection.a else 1
         half = connection.halves[direction]
         connection.last_ts_ns = seg.ts_ns

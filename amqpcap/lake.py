@@ -14,7 +14,6 @@ can abort the interpreter at exit: delta-rs #2184), so any Parquet reader works 
 
 from __future__ import annotations
 
-import os
 
 import pyarrow as pa
 

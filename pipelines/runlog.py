@@ -4,7 +4,8 @@ Delta has no multi-table transaction: a run commits each table on its own. So a 
 four steps, each durable before the next:
 
 1. its manifest, `_amqpcap/pending/<run id>.json`: for every table, the files to add (already
-   written) and the captures whose rows they replace;
+   written), the captures whose rows they replace, and the provisional rows of earlier runs its
+   resumed connections supersede (`superseded`: (connection, source) pairs, docs/state.md);
 2. one Delta commit per table, tagged with the run id (`amqpcap_run_id` in the commit info);
 3. its row in the `runs` table: from then on the run is complete;
 4. the manifest is deleted.
@@ -79,7 +80,8 @@ def commit_run(lake: str, manifest: dict) -> dict[str, int]:
     for name in manifest["tables"]:
         versions[name] = apply_table(lake, TABLES[name], manifest["files"].get(name, []),
                                      None if manifest["replaced"] is None else set(manifest["replaced"]),
-                                     manifest["run_id"], manifest["created_ms"])
+                                     manifest["run_id"], manifest["created_ms"],
+                                     [tuple(p) for p in manifest.get("superseded", [])])
         step += 1
         _fault(step)
     _append_run(lake, manifest, versions)
@@ -90,26 +92,30 @@ def commit_run(lake: str, manifest: dict) -> dict[str, int]:
 
 
 def manifest_of(run_id: str, kind: str, files: list[dict], replaced: set[str] | None, tables: tuple[Table, ...],
-                captures: list[str] = (), summary: dict | None = None, started: float | None = None) -> dict:
+                captures: list[str] = (), summary: dict | None = None, started: float | None = None,
+                superseded: list[tuple[str, str]] = ()) -> dict:
     return {"run_id": run_id, "kind": kind, "created_ms": int(time.time() * 1000),
             "started": started or time.time(), "tables": [t.name for t in tables],
             "files": {t.name: [f for f in files if f["table"] == t.name] for t in tables},
             "replaced": None if replaced is None else sorted(replaced), "captures": sorted(captures),
-            "summary": summary}
+            "superseded": sorted(map(list, superseded)), "summary": summary}
 
 
 def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] | None, run_id: str,
-                since_ms: int) -> int:
-    """One table's commit for a run: its files in, the replaced captures' files out. Done once:
-    a commit this run already made (found by its tag) is not repeated."""
+                since_ms: int, superseded: list[tuple[str, str]] = ()) -> int:
+    """One table's commit for a run: its files in, the replaced captures' rows out, and the
+    superseded provisional rows. Done once: a commit this run already made (found by its tag) is
+    not repeated."""
     from deltalake import CommitProperties, DeltaTable, Schema, Transaction
     from deltalake.exceptions import CommitFailedError
     from deltalake.transaction import AddAction, create_table_with_add_actions
 
     uri = table_uri(lake, table)
     schema = pa.schema([pa.field("date", pa.date32()), *table.arrow(without=("date",)).remove_metadata()])
-    claims = [Transaction(capture_claim(c), int(since_ms), int(since_ms)) for c in sorted(replaced)] \
-        if replaced is not None else [Transaction(f"amqpcap:rebuild:{table.name}", int(since_ms), int(since_ms))]
+    superseded = superseded if "provisional" in table.names else ()
+    claimed = sorted(set(replaced) | {source for _, source in superseded}) if replaced is not None else None
+    claims = [Transaction(capture_claim(c), int(since_ms), int(since_ms)) for c in claimed] \
+        if claimed is not None else [Transaction(f"amqpcap:rebuild:{table.name}", int(since_ms), int(since_ms))]
     properties = CommitProperties(custom_metadata={RUN_TAG: run_id}, app_transactions=claims)
     for attempt in range(ATTEMPTS):
         done = committed_version(uri, run_id, since_ms)
@@ -123,7 +129,7 @@ def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] |
                                               partition_by=["date"], commit_properties=properties)
             else:
                 existing = DeltaTable(uri)
-                removes, rewritten = _replaced_files(uri, table, existing, replaced, now)
+                removes, rewritten = _replaced_files(uri, table, existing, replaced, superseded, now)
                 existing.create_write_transaction(removes + rewritten + adds, mode="append", schema=schema,
                                                   partition_by=["date"], commit_properties=properties)
             done = committed_version(uri, run_id, since_ms)
@@ -161,11 +167,13 @@ def committed_version(uri: str, run_id: str, since_ms: int) -> int | None:
     return None
 
 
-def _replaced_files(uri: str, table: Table, existing, replaced: set[str] | None, now: int):
-    """(removes, adds) making the replaced captures' rows disappear: whole files out, and files
-    shared with other captures rewritten without them."""
+def _replaced_files(uri: str, table: Table, existing, replaced: set[str] | None,
+                    superseded: list[tuple[str, str]], now: int):
+    """(removes, adds) making the replaced captures' rows and the superseded provisional rows
+    disappear: whole files out, and files that keep other rows rewritten without them."""
     from deltalake.transaction import RemoveAction
     removes, adds = [], []
+    touching = (replaced or set()) | {source for _, source in superseded}
     for action in pa.table(existing.get_add_actions(flatten=True)).to_pylist():
         day = str(action.get("partition.date"))
         remove = RemoveAction(action["path"], True, now, action["size_bytes"], {"date": day})
@@ -173,12 +181,27 @@ def _replaced_files(uri: str, table: Table, existing, replaced: set[str] | None,
             removes.append(remove)
             continue
         held = _captures_of(uri, table, action)
-        if not held & replaced:
+        if not held & touching:
+            continue
+        if held <= replaced:
+            removes.append(remove)
+            continue
+        data = pq.read_table(f"{uri}/{action['path']}")
+        kept = data.filter(pc.invert(_dropped(table, data, replaced, superseded)))
+        if kept.num_rows == data.num_rows:
             continue
         removes.append(remove)
-        if held - replaced:  # other captures share the file: keep their rows in a new one
-            adds.append(_rewrite(uri, table, action, day, replaced, now))
+        if kept.num_rows:  # other rows share the file: keep them in a new one
+            adds.append(_rewrite(uri, kept, day, now))
     return removes, adds
+
+
+def _dropped(table: Table, data: pa.Table, replaced: set[str], superseded: list[tuple[str, str]]) -> pa.Array:
+    """The rows of a file a commit removes: those of replaced captures, and provisional rows of a
+    superseded (connection, source)."""
+    from pipelines.carryover import superseded_rows
+    dropped = pc.fill_null(pc.is_in(data.column(table.replace_key), pa.array(sorted(replaced), pa.string())), False)
+    return pc.or_(dropped, superseded_rows(data, superseded)) if superseded else dropped
 
 
 def _captures_of(uri: str, table: Table, action: dict) -> set[str]:
@@ -190,11 +213,9 @@ def _captures_of(uri: str, table: Table, action: dict) -> set[str]:
     return {value for value in pc.unique(column).to_pylist() if value is not None}
 
 
-def _rewrite(uri: str, table: Table, action: dict, day: str, replaced: set[str], now: int):
+def _rewrite(uri: str, kept: pa.Table, day: str, now: int):
     from deltalake.transaction import AddAction
     filesystem, _ = filesystem_of(uri)
-    data = pq.read_table(f"{uri}/{action['path']}")
-    kept = data.filter(pc.invert(pc.is_in(data.column(table.replace_key), pa.array(sorted(replaced)))))
     relative = f"date={day}/part-kept-{uuid.uuid4().hex[:12]}.parquet"
     pq.write_table(kept, f"{uri}/{relative}", compression="zstd")
     metadata = pq.read_metadata(f"{uri}/{relative}")
@@ -235,7 +256,7 @@ def _append_run(lake: str, manifest: dict, versions: dict[str, int]) -> None:
                 DeltaTable(uri).create_write_transaction([add], mode="append", schema=schema, partition_by=["date"],
                                                          commit_properties=properties)
             return
-        except Exception as error:
+        except Exception:
             if committed_version(uri, manifest["run_id"], manifest["created_ms"]) is not None:
                 return
             if attempt == ATTEMPTS - 1:

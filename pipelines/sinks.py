@@ -6,8 +6,9 @@
   same Parquet files into the run's staging area, then Spark writes them into each table with
   `replaceWhere` on the run's captures. (This machine cannot fetch the jars: the path is thin.)
 
-A rerun replaces the rows of its captures (the table's replace key: `capture`, or `path` for
-`captures`) and never duplicates them; other captures are untouched.
+A rerun replaces the rows of its captures (the table's replace key: `source`, or `path` for
+`captures`) and never duplicates them; other captures are untouched. A run that resumed connections
+also removes the provisional rows of the run that saved them (`superseded`, docs/state.md).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ class Sink(Protocol):
         """Where executors write this run's table files (`<root>/<table>/date=D/...`)."""
 
     def commit(self, files: list[dict], replaced: set[str] | None, run_id: str, tables: tuple[Table, ...],
-               kind: str = "run", captures=(), summary: dict | None = None, started: float | None = None
-               ) -> dict[str, int]:
+               kind: str = "run", captures=(), summary: dict | None = None, started: float | None = None,
+               superseded: list[tuple[str, str]] = ()) -> dict[str, int]:
         """Make `files` (metadata rows from pipelines.tablefiles) the tables' new rows, replacing
-        those of the `replaced` captures (None: every row, a rebuild); the versions written."""
+        those of the `replaced` captures (None: every row, a rebuild) and the provisional rows of
+        the `superseded` (connection, source) pairs; the versions written."""
 
 
 class EngineError(Exception):
@@ -71,10 +73,11 @@ class DeltaRsSink:
         return self.lake
 
     def commit(self, files, replaced, run_id, tables, kind: str = "run", captures=(), summary=None,
-               started=None):
+               started=None, superseded=()):
         """All or nothing for readers, through the run log (pipelines.runlog)."""
         from pipelines.runlog import commit_run, manifest_of
-        return commit_run(self.lake, manifest_of(run_id, kind, files, replaced, tables, captures, summary, started))
+        return commit_run(self.lake, manifest_of(run_id, kind, files, replaced, tables, captures, summary, started,
+                                                 superseded))
 
 
 class DeltaSparkSink:
@@ -89,7 +92,7 @@ class DeltaSparkSink:
         return self.root
 
     def commit(self, files, replaced, run_id, tables, kind: str = "run", captures=(), summary=None,
-               started=None):
+               started=None, superseded=()):
         from delta.tables import DeltaTable as SparkDeltaTable
 
         from pipelines.spark_types import struct_type
@@ -105,5 +108,16 @@ class DeltaSparkSink:
                 quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in sorted(replaced))
                 writer = writer.option("replaceWhere", f"{table.replace_key} IN ({quoted})")
             writer.save(uri)
+            if superseded and "provisional" in table.names:
+                SparkDeltaTable.forPath(self.spark, uri).delete(_superseded_condition(table, superseded))
             versions[table.name] = SparkDeltaTable.forPath(self.spark, uri).history(1).collect()[0]["version"]
         return versions
+
+
+def _superseded_condition(table: Table, superseded) -> str:
+    """SQL for the provisional rows the (connection, source) pairs supersede."""
+    def quoted(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+    columns = [c for c in ("connection", "publisher_connection", "consumer_connection") if c in table.names]
+    pairs = " OR ".join(f"({column} = {quoted(c)} AND source = {quoted(s)})" for c, s in superseded for column in columns)
+    return f"provisional AND ({pairs})"

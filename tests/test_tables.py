@@ -8,7 +8,7 @@ import typing
 
 import pyarrow as pa
 
-from amqp_decode.tables import ANALYTICS_TABLES, LOG_TABLES, RAW_TABLES, TABLES, markdown
+from amqp_decode.tables import ANALYTICS_TABLES, LOG_TABLES, RAW_TABLES, STATE_TABLES, TABLES, markdown
 from tests.conftest import ROOT
 
 
@@ -19,21 +19,21 @@ def test_docs_tables_md_is_generated_from_the_declarations():
 
 
 def test_every_column_is_commented_once_with_one_type():
-    for table in RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES:
+    for table in RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES + LOG_TABLES:
         assert len(set(table.names)) == len(table.names), table.name
         assert all(c.comment for c in table.columns)
         assert table.names[0] == "date" and "run_id" in table.names
         assert table.replace_key in table.names
         # the row TypedDict is the declaration: its keys are the columns, in order
         assert list(typing.get_type_hints(table.row)) == table.names
-    assert set(TABLES) == {t.name for t in RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES}
+    assert set(TABLES) == {t.name for t in RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES + LOG_TABLES}
 
 
 def test_spark_and_arrow_schemas_agree():
     from pyspark.sql.pandas.types import to_arrow_type
 
     from pipelines.spark_types import struct_type
-    for table in RAW_TABLES + ANALYTICS_TABLES + LOG_TABLES:
+    for table in RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES + LOG_TABLES:
         spark, arrow = struct_type(table), table.arrow()
         assert spark.names == arrow.names == table.names
         for field in spark.fields:

@@ -21,11 +21,11 @@ from typing import Iterable, Iterator
 from amqp_decode.analytics.common import micros
 
 # The columns of each side the rule and its rows need.
-PUBLISH_COLUMNS = ("date", "capture", "connection", "channel", "published_ns", "message_id", "body_sha256",
-                   "exchange", "routing_key")
-DELIVERY_COLUMNS = ("date", "capture", "connection", "channel", "consumer_tag", "delivery_tag", "redelivered",
-                    "delivered_ns", "message_id", "body_sha256", "exchange", "routing_key", "queue",
-                    "settled_ns", "outcome")
+PUBLISH_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "published_ns",
+                   "message_id", "body_sha256", "exchange", "routing_key")
+DELIVERY_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "consumer_tag",
+                    "delivery_tag", "redelivered", "delivered_ns", "message_id", "body_sha256", "exchange",
+                    "routing_key", "queue", "settled_ns", "outcome")
 
 
 def flow_key(side: dict) -> str:
@@ -90,7 +90,8 @@ def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
         value = p.get(name)
         return value if value is not None else d.get(name)
 
-    return {"date": either("date"), "capture": either("capture"), "match": how,
+    return {"date": either("date"), "capture": either("capture"), "source": either("source"),
+            "provisional": bool(p.get("provisional") or d.get("provisional")), "match": how,
             "message_id": either("message_id"), "body_sha256": either("body_sha256"),
             "exchange": either("exchange"), "routing_key": either("routing_key"),
             "publisher_connection": p.get("connection"), "publisher_channel": p.get("channel"),

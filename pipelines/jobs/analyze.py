@@ -54,16 +54,22 @@ def _micros(frame, table):
 
 
 def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: str, root: str):
-    from amqp_decode.analytics import Analytics, AnalyticsSettings
     from amqp_decode.tabulate import Tabulator
     settings = Settings.from_json(settings_json)
     writer = TableFiles(root, run_id, tag="analyze-", batch_rows=settings.spark.arrow_batch_rows)
-    analytics = Tabulator.for_settings(writer.add, settings, run_id).analytics
+    tag = {"source": None, "provisional": False}  # as the nightly run had them: the replayed row's
+
+    def emit(table, row):
+        row.update(tag)
+        writer.add(table, row)
+    analytics = Tabulator.for_settings(emit, settings, run_id).analytics
     for batch in batches:
         for row in batch.to_pylist():
             if row.get("s") is not None:
+                tag["source"], tag["provisional"] = row["s"].get("source"), bool(row["s"].get("provisional"))
                 analytics.end(row["s"])
             else:
+                tag["source"], tag["provisional"] = row["f"].get("source"), False
                 analytics.frame(row["f"], row.get("m"))
     files = writer.close()
     if files:

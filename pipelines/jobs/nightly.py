@@ -2,10 +2,13 @@
 
     extract:            list the inputs; plan read units (big files in byte ranges)
     decode + analyse:   stage 1 reads units and stages TCP segments per connection bucket;
+                        the connections earlier runs left open are routed to their buckets;
                         stage 2 decodes each bucket and writes every per-connection table, raw and
-                        analytics, from the same records; stage 3 pairs the run's publishes and
+                        analytics, from the same records, resuming those connections and saving
+                        the ones still open at the end; stage 3 pairs the run's publishes and
                         deliveries into message_flows
-    load:               the sink commits every table (captures a rerun replaces, never duplicates)
+    load:               the sink commits every table (captures a rerun replaces, never duplicates;
+                        provisional rows of the connections it resumed superseded)
 
 Run it with `amqpcap run --input PATH... --lake DIR` (embedded Spark), or through spark-submit on a
 cluster whose nodes have the wheel installed (see the README), with the same arguments:
@@ -27,12 +30,12 @@ from collections import Counter
 from dataclasses import astuple, dataclass, field
 
 from amqp_decode.settings import Settings
-from amqp_decode.tables import ANALYTICS_TABLES, CAPTURES, DELIVERIES, PUBLISHES, RAW_TABLES
+from amqp_decode.tables import ANALYTICS_TABLES, CAPTURES, DELIVERIES, PUBLISHES, RAW_TABLES, STATE_TABLES
 from pipelines.inputs import InputFile
 from pipelines.plan import plan_units
 
 log = logging.getLogger("amqpcap")
-TABLES = RAW_TABLES + ANALYTICS_TABLES
+TABLES = RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES
 
 
 @dataclass
@@ -44,6 +47,9 @@ class RunSummary:
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (status, path, reason)
     same_bytes: list[tuple[str, str]] = field(default_factory=list)  # (path now, path before)
     rows: Counter = field(default_factory=Counter)  # table -> rows written
+    carried_in: int = 0  # saved connections this run could resume
+    resumed: int = 0  # ... and resumed
+    carried_out: int = 0  # connections it saved for the next run
     versions: dict[str, int] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     engine: str = ""
@@ -67,6 +73,9 @@ class RunSummary:
         lines.append(f"  rows: {self.rows['frames']} frames, {self.rows['messages']} messages, "
                      f"{self.rows['decode_issues']} issues, {self.rows['deliveries']} deliveries, "
                      f"{self.rows['publishes']} publishes")
+        if self.carried_in or self.carried_out:
+            lines.append(f"  connections carried: {self.resumed} of {self.carried_in} saved resumed, "
+                         f"{self.carried_out} saved for the next run")
         lines.append("  time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases.items()))
         lines.append(f"  tables ({self.engine}): " + ", ".join(f"{n} v{v}" for n, v in self.versions.items()))
         return "\n".join(lines)
@@ -75,7 +84,8 @@ class RunSummary:
         return {"run_id": self.run_id, "wall_seconds": round(time.time() - self.started, 3), "files": self.files,
                 "status": dict(self.status), "failed": self.failed, "partial": self.partial,
                 "same_bytes": [{"path": now, "replaces": before} for now, before in self.same_bytes],
-                "rows": dict(self.rows), "versions": self.versions, "phases": self.phases, "engine": self.engine}
+                "rows": dict(self.rows), "versions": self.versions, "phases": self.phases, "engine": self.engine,
+                "carried": {"saved_before": self.carried_in, "resumed": self.resumed, "saved": self.carried_out}}
 
 
 def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: str,
@@ -84,6 +94,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
     pipelines.runlog). `display`: a live view of the run (amqpcap.console.JobDisplay), told of each
     phase. `commit=False` stops before the commit, with the manifest it would apply in
     `summary.manifest` (tests of the commit sequence)."""
+    from pipelines import carryover
     from pipelines.runlog import repair
     from pipelines.sinks import choose_sink
     from pipelines.stages.decode import remove_staging
@@ -110,22 +121,31 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         display.phase("reading")
     try:
         units = read_stage(spark, files, settings, staging)
+        written, replaced, span = capture_rows(files, units, lake, run_id, summary)
+        states = carryover.resumable_states(lake, settings, replaced, span.first_ts_ns)
+        carryover.stage_states(staging, states, buckets_of(spark, settings))
+        summary.carried_in = len(states)
+        stale = [(connection, span.closing_source)  # a later run already resumed them (this is a rerun)
+                 for connection in carryover.settled_later(lake, {f.uri for f in files}, replaced)]
+        context = carryover.context_json(span.last_ts_ns, span.closing_source)
         phase("read", "decoding", segments=sum(n for staged, _ in units[1].values() for n in staged.values()))
-        written = decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id)
+        written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, context)
         phase("decode", "message flows")
         written += flows_stage(spark, written, settings, sink.table_root(), run_id)
         phase("message_flows", "committing")
-        captures, replaced = capture_rows(files, units, lake, run_id, summary)
-        written += captures
+        written = carryover.drop_superseded(sink.table_root(), written, stale)
+        superseded = carryover.superseded(sink.table_root(), written)
         for f in written:
             summary.rows[f["table"]] += f["rows"]
+        summary.resumed = summary.rows["resumptions"]
+        summary.carried_out = summary.rows["connection_state"]
         if not commit:
             from pipelines.runlog import manifest_of
             summary.manifest = manifest_of(run_id, "run", written, replaced, TABLES, [f.uri for f in files],
-                                           summary.as_json(), summary.started)
+                                           summary.as_json(), summary.started, superseded)
             return summary
         summary.versions = sink.commit(written, replaced, run_id, TABLES, "run", [f.uri for f in files],
-                                       summary.as_json(), summary.started)
+                                       summary.as_json(), summary.started, superseded)
         phase("commit")
     finally:
         if display is not None:
@@ -175,7 +195,8 @@ def buckets_of(spark, settings: Settings) -> int:
 
 # -- stage 2 -------------------------------------------------------------------------------------
 
-def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str) -> list[dict]:
+def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str,
+                 context: str = "{}") -> list[dict]:
     """Every bucket with segments -> one task each; the table files they wrote."""
     from pipelines.stages.decode import BUCKETS_DDL, decode_task
     plans, staged = units
@@ -188,7 +209,7 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
     rows = [(bucket, json.dumps(sorted(by_file.items()))) for bucket, by_file in sorted(per_bucket.items())]
     frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), BUCKETS_DDL)
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
-                             settings_json=settings.to_json(), run_id=run_id, root=root)
+                             settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context)
     return [r.asDict() for r in frame.mapInArrow(task, _files_ddl()).collect()]
 
 
@@ -212,10 +233,19 @@ def flows_stage(spark, written: list[dict], settings: Settings, root: str, run_i
 
 # -- the captures table --------------------------------------------------------------------------
 
+@dataclass
+class Span:
+    """When the run's captures begin and end, and the file that ends them (the `source` of what
+    ending the connections still open makes)."""
+    first_ts_ns: int | None = None
+    last_ts_ns: int | None = None
+    closing_source: str | None = None
+
+
 def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary: RunSummary):
     """One captures row per input file (its ranges' infos merged), plus a decode_issues row per
-    damage to the file itself, written by the driver; and the captures this run replaces: its own,
-    and earlier names of the same bytes."""
+    damage to the file itself, written by the driver; the captures this run replaces (its own,
+    and earlier names of the same bytes); and the run's Span."""
     from amqp_decode.analytics.common import day
     from amqp_decode.capture import CaptureInfo
     from amqp_decode.tables import DECODE_ISSUES
@@ -235,8 +265,13 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
             printed[unit.file_index] = facts["fingerprint"]
     writer = TableFiles(lake, run_id, tag="captures-")
     now_ns = time.time_ns()
+    span = Span()
     for index, f in enumerate(files):
         info = infos[index]
+        if info.first_ts_ns is not None:
+            span.first_ts_ns = min(info.first_ts_ns, span.first_ts_ns or info.first_ts_ns)
+            if span.last_ts_ns is None or info.last_ts_ns >= span.last_ts_ns:
+                span.last_ts_ns, span.closing_source = info.last_ts_ns, f.uri
         status = "failed" if index in failures else "partial" if info.issues else "ok"
         error = "; ".join(failures[index]) if index in failures else info.damage()
         summary.status[status] += 1
@@ -253,14 +288,14 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
         for issue in info.issues:
             writer.add(DECODE_ISSUES, {"date": when, "capture": f.uri, "issue_kind": issue.kind,
                                        "detail": issue.detail, "bytes_skipped": issue.bytes_skipped,
-                                       "file_offset": issue.offset})
+                                       "file_offset": issue.offset, "source": f.uri, "provisional": False})
     replaced = {f.uri for f in files}
     by_print = {h: files[i].uri for i, h in printed.items()}
     for path, known in _known_fingerprints(lake):
         if known in by_print and path not in replaced:
             replaced.add(path)
             summary.same_bytes.append((by_print[known], path))
-    return writer.close(), replaced
+    return writer.close(), replaced, span
 
 
 def _known_fingerprints(lake: str) -> list[tuple[str, str]]:

@@ -3,8 +3,10 @@
 The bucket's staged segments are read unit by unit (each file's units in order), the files merged
 by packet time as `amqpcap decode` merges files (rotated captures stitch), and fed to the same
 decoder; each record becomes its raw rows and passes through the analytics state machines
-(amqp_decode.tabulate). The task writes every table's rows as Parquet itself (pipelines.tablefiles)
-and returns only the files' metadata.
+(amqp_decode.tabulate). Connections an earlier run saved resume where it left them, and those still
+open at the end are saved for the next run (amqp_decode.carry, pipelines.carryover). The task
+writes every table's rows as Parquet itself (pipelines.tablefiles) and returns only the files'
+metadata.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from amqp_decode.decoder import SegmentDecoder
+from amqp_decode.analytics.common import day
+from amqp_decode.carry import CarryingDecoder
 from amqp_decode.packets import Segment
 from amqp_decode.settings import Settings
-from amqp_decode.tabulate import Tabulator
+from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
+from pipelines.carryover import staged_states
 from pipelines.progress import TaskProgress
 from pipelines.stages.read import staged_path
 from pipelines.tablefiles import TableFiles, files_batch, filesystem_of
@@ -28,41 +32,48 @@ BUCKETS_DDL = "bucket int, files string"
 
 
 def decode_task(batches: Iterator[pa.RecordBatch], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str) -> Iterator[pa.RecordBatch]:
+                run_id: str, root: str, context_json: str = "{}") -> Iterator[pa.RecordBatch]:
     settings = Settings.from_json(settings_json)
+    context = json.loads(context_json)
     for batch in batches:
         for bucket, files in zip(batch.column("bucket").to_pylist(), batch.column("files").to_pylist()):
             progress = TaskProgress(staging, f"decode-{bucket}")
-            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress)
+            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress,
+                                    context)
             progress.close()
             if written:
                 yield files_batch(written)
 
 
 def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
-                  run_id: str, root: str, progress: TaskProgress | None = None) -> list[dict]:
+                  run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None
+                  ) -> list[dict]:
     """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
-    bucket, in byte order."""
+    bucket, in byte order. `context` (pipelines.carryover.context_json): where the run's captures
+    end."""
+    context = context or {}
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
-    tabulator = Tabulator.for_settings(writer.add, settings, run_id)
-    decoder = SegmentDecoder(settings, uris)
+    decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
     streams = [_segments(filesystem, [staged_path(base, unit, bucket) for unit in units], file_index)
                for file_index, units in files]
     merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[0])
     segments = records = 0
-    record = tabulator.record
+    feed = decoder.feed
     for _, file_index, segment in merged:
-        for item in decoder.feed(segment, file_index):
-            record(item)
-            records += 1
+        records += feed(segment, file_index)
         segments += 1
         if segments % 4096 == 0 and progress is not None:
             progress.add(segments=4096, records=records)
             records = 0
-    for item in decoder.finish():
-        record(item)
-        records += 1
+    states = decoder.finish(context.get("capture_end_ns"), context.get("closing_source"))
+    for state in states:
+        writer.add(CONNECTION_STATE, {"date": day(state.last_ts_ns), "sensor": settings.state.sensor,
+                                      "tuple_key": state.key, "connection": state.connection,
+                                      "last_ts_ns": state.last_ts_ns, "source": state.source, "state": state.blob})
+    for resumed in decoder.resumed:
+        writer.add(RESUMPTIONS, {"date": day(resumed.ts_ns), "connection": resumed.connection,
+                                 "saved_by": resumed.saved_by, "source": resumed.capture})
     if progress is not None:
         progress.add(segments=segments % 4096, records=records)
     return writer.close()

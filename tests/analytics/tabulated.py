@@ -29,10 +29,10 @@ def tabulate(paths: list[str]) -> dict[str, list[dict]]:
 def message_flows(publishes: list[dict], deliveries: list[dict]) -> list[dict]:
     keyed: dict[str, list[dict]] = defaultdict(list)
     for row in publishes:
-        side = {name: row[name] for name in PUBLISH_COLUMNS}
+        side = {name: row.get(name) for name in PUBLISH_COLUMNS}
         keyed[flow_key(side)].append(side)
     for row in deliveries:
-        side = {name: row[name] for name in DELIVERY_COLUMNS}
+        side = {name: row.get(name) for name in DELIVERY_COLUMNS}
         keyed[flow_key(side)].append(side)
     return [row for sides in keyed.values() for row in flows(sorted(sides, key=side_order))]
 

@@ -22,7 +22,6 @@ Intentional differences:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -38,7 +38,7 @@ def test_a_venv_of_another_checkout_is_rebuilt(tmp_path):
     result = make(folder, log)
     assert result.returncode == 0, result.stderr
     assert "was made for another checkout: rebuilding it" in result.stdout
-    assert f"-m venv .venv" in log.read_text() and "pip install --quiet -e .[dev]" in log.read_text()
+    assert "-m venv .venv" in log.read_text() and "pip install --quiet -e .[dev]" in log.read_text()
     assert (venv / ".checkout").read_text() == str(folder)
     log.unlink()
     again = make(folder, log)  # the same checkout: nothing to do

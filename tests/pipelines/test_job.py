@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from amqp_decode.tables import ANALYTICS_TABLES, RAW_TABLES
+from amqp_decode.tables import ANALYTICS_TABLES, RAW_TABLES, STATE_TABLES
 from pipelines.inputs import list_inputs
 from pipelines.jobs.nightly import run
 from pipelines.lake import read_table
@@ -19,7 +19,7 @@ from tests.capture.conftest import EXPECTED, SAMPLES, capture_for
 from tests.conftest import ROOT
 from tests.pipelines.conftest import uri
 
-ALL = {t.name for t in RAW_TABLES + ANALYTICS_TABLES}
+ALL = {t.name for t in RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES}
 
 RECORDED = [p for p in EXPECTED if p.parent.name != "crafted"]
 
@@ -47,7 +47,7 @@ def test_every_table_equals_its_golden_copy(lake):
     from tools.golden_tables import canonical_rows
     path, _ = lake
     known = set(golden_captures("samples"))  # samples recorded since are not in the golden copy
-    for table in sorted(ALL):
+    for table in sorted(t.name for t in RAW_TABLES + ANALYTICS_TABLES):  # (state tables are new)
         rows = [line for line in canonical_rows(path, table, str(SAMPLES))
                 if json.loads(line).get("capture", json.loads(line).get("path")) in known
                 or (table == "message_flows" and json.loads(line)["capture"] in known)]
@@ -132,9 +132,11 @@ def test_rotated_files_give_the_same_tables(spark, settings, tmp_path):
     whole, split = str(tmp_path / "whole"), str(tmp_path / "split")
     run(spark, list_inputs([str(SAMPLES / "large_and_pipelined.pcap")]), settings, whole, "w")
     run(spark, list_inputs([str(folder)]), settings, split, "s")
-    # every table but captures is the same; rows name the file holding their first byte
+    # every table but captures is the same; rows name the file holding their first byte, and the
+    # one whose decoding made them (a saved state names the files it read)
+    unnamed = ("run_id", "capture", "source", "state")
     for table in ALL - {"captures"}:
-        assert rows_of(spark, split, table, ("run_id", "capture")) == rows_of(spark, whole, table, ("run_id", "capture")), table
+        assert rows_of(spark, split, table, unnamed) == rows_of(spark, whole, table, unnamed), table
 
 
 @pytest.mark.slow
@@ -351,17 +353,18 @@ def test_reruns_are_idempotent_whatever_the_spelling_of_a_path(spark, settings, 
     shutil.copy(SAMPLES / "returns_nack_reject.pcap", tmp_path / "a.pcap")
     monkeypatch.chdir(tmp_path)
     first = run(spark, list_inputs(["a.pcap"]), settings, path, "relative")
-    once = {table: rows_of(spark, path, table, ("run_id", "capture")) for table in ALL - {"captures"}}
+    unnamed = ("run_id", "capture", "source", "state")  # the file's name, and a saved state names it too
+    once = {table: rows_of(spark, path, table, unnamed) for table in ALL - {"captures"}}
     run(spark, list_inputs([str(tmp_path / "a.pcap")]), settings, path, "absolute")
     run(spark, list_inputs([f"{tmp_path}/./a.pcap"]), settings, path, "dotted")
     for table in ALL - {"captures"}:
-        assert rows_of(spark, path, table, ("run_id", "capture")) == once[table], table
+        assert rows_of(spark, path, table, unnamed) == once[table], table
     os.rename(tmp_path / "a.pcap", tmp_path / "renamed.pcap")
     moved = run(spark, list_inputs(["renamed.pcap"]), settings, path, "renamed")
     assert moved.same_bytes == [(uri(tmp_path / "renamed.pcap"), uri(tmp_path / "a.pcap"))]
     assert "same bytes as before" in moved.text()
     for table in ALL - {"captures"}:
-        assert rows_of(spark, path, table, ("run_id", "capture")) == once[table], table
+        assert rows_of(spark, path, table, unnamed) == once[table], table
     captures = read_table(spark, path, "captures").collect()
     assert [(r.path, r.run_id) for r in captures] == [(uri(tmp_path / "renamed.pcap"), "renamed")]
     assert first.rows["frames"] == len(once["frames"])
@@ -382,9 +385,9 @@ def test_every_file_carries_its_tables_declared_schema(lake):
         expected = pa.schema([f for f in table.arrow().remove_metadata() if f.name != "date"])
         declared = pa.schema([f.remove_metadata() for f in pa.schema(delta) if f.name != "date"])
         assert declared.equals(expected), name
-        for uri in runlog.table_files(path, name):
-            actual = pq.read_schema(uri.removeprefix("file://")).remove_metadata()
-            assert pa.schema([f.remove_metadata() for f in actual]).equals(expected), (name, uri)
+        for file_uri in runlog.table_files(path, name):
+            actual = pq.read_schema(file_uri.removeprefix("file://")).remove_metadata()
+            assert pa.schema([f.remove_metadata() for f in actual]).equals(expected), (name, file_uri)
 
 
 @pytest.mark.slow
@@ -409,7 +412,6 @@ def test_run_summary_json_and_exit_codes(tmp_path):
 
 def test_a_file_read_in_byte_ranges_gives_the_same_tables(spark, settings, tmp_path):
     """Big files are read by several tasks (job.split_bytes); the tables do not change."""
-    from amqp_decode.settings import load_settings
     capture = SAMPLES / "large_and_pipelined.pcap"  # 600 KB: 7 ranges of 90 KB
     whole, split = str(tmp_path / "whole"), str(tmp_path / "split")
     run(spark, list_inputs([str(capture)]), settings, whole, "w")

@@ -14,14 +14,13 @@ import threading
 
 import pytest
 
-from amqp_decode.tables import ANALYTICS_TABLES, RAW_TABLES
 from pipelines import runlog
 from pipelines.inputs import list_inputs
-from pipelines.jobs.nightly import run
+from pipelines.jobs.nightly import TABLES as JOB_TABLES, run
 from tests.capture.conftest import SAMPLES
 from tests.conftest import ROOT
 
-TABLES = [t.name for t in RAW_TABLES + ANALYTICS_TABLES]
+TABLES = [t.name for t in JOB_TABLES]
 STEPS = 1 + len(TABLES) + 2  # manifest, each table, the runs row, the manifest's deletion
 CAPTURES = [str(SAMPLES / "returns_nack_reject.pcap"), str(SAMPLES / "heartbeats.pcap")]
 

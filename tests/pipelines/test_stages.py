@@ -73,7 +73,8 @@ def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
                      for r in pq.read_table(root / name / f["path"]).to_pylist()]
         got = canonical(name, _micros(rows), str(SAMPLES))
         want = canonical(name, expected[name], str(SAMPLES))
-        assert [json.loads(g) | {"capture": None} for g in got] == [json.loads(w) | {"capture": None} for w in want]
+        unnamed = {"capture": None, "source": None, "provisional": None}  # which file: the paths differ
+        assert [json.loads(g) | unnamed for g in got] == [json.loads(w) | unnamed for w in want]
 
 
 def _micros(rows):

@@ -34,7 +34,7 @@ def build(ctx) -> Section:
         FROM connections WHERE {where}
         ORDER BY coalesce(end_reason, '') <> 'close' DESC, ended_at - started_at DESC, started_at LIMIT {SHOWN}""")
     connections.sort(key=lambda c: c[6])
-    channels = ctx.rows(f"""
+    channels = ctx.rows("""
         SELECT connection, channel, epoch_us(opened_at), epoch_us(closed_at), close_code, close_text, close_initiator
         FROM channels WHERE connection IN (SELECT unnest(?::VARCHAR[]))
         ORDER BY opened_at NULLS FIRST""", [[c[0] for c in connections]])
