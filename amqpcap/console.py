@@ -7,8 +7,21 @@ import logging
 import sys
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to sys.stderr as it is at each record, not as it was at set-up: a harness that
+    swaps stderr (pytest's capture, a notebook) then closes the old one loses no log lines."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def setup_logging(level: str = "INFO", verbose: bool = False) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter("amqpcap: %(message)s"))
     logger = logging.getLogger("amqpcap")
     logger.handlers[:] = [handler]

@@ -121,6 +121,7 @@ def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] |
         done = committed_version(uri, run_id, since_ms)
         if done is not None:
             return done
+        seen = _version(uri)
         now = int(time.time() * 1000)
         adds = [AddAction(f["path"], f["size"], {"date": f["date"]}, now, True, f["stats"]) for f in files]
         try:
@@ -136,10 +137,21 @@ def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] |
             if done is not None:
                 return done
         except (CommitFailedError, OSError, Exception) as error:  # a concurrent commit won: retry on its result
-            if attempt == ATTEMPTS - 1 or not _retryable(error):
+            if attempt == ATTEMPTS - 1 or not (_retryable(error) or _version(uri) != seen):
                 raise
             time.sleep(random.uniform(0.05, 0.3) * (attempt + 1))
     raise RuntimeError(f"{table.name}: could not commit run {run_id}")
+
+
+def _version(uri: str) -> int | None:
+    """The table's latest version (None: no table yet). A commit that failed while this moved lost
+    a race with another run (e.g. both found no table and both tried to create it) and is retried,
+    whatever delta-rs's message says."""
+    from deltalake import DeltaTable
+    try:
+        return DeltaTable(uri).version() if DeltaTable.is_deltatable(uri) else None
+    except Exception:
+        return None
 
 
 def capture_claim(capture: str) -> str:

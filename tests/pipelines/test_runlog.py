@@ -116,11 +116,13 @@ def test_two_runs_over_different_captures_at_once_both_land(spark, settings, tmp
     lake = str(tmp_path / "lake")
     manifests = [run(spark, list_inputs([c]), settings, lake, f"r{i}", commit=False).manifest
                  for i, c in enumerate(CAPTURES)]
-    threads = [threading.Thread(target=commit_in_subprocess, args=(lake, m)) for m in manifests]
+    codes = []
+    threads = [threading.Thread(target=lambda m=m: codes.append(commit_in_subprocess(lake, m))) for m in manifests]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    assert codes == [0, 0]
     frames = contents(lake)["frames"]
     assert frames[1] == {"r0", "r1"}
     separate = str(tmp_path / "separate")
@@ -148,3 +150,29 @@ def test_a_stale_commit_replacing_the_same_capture_conflicts(tmp_path):
         stale.create_write_transaction([], mode="append", schema=stale.schema(), commit_properties=claims("x"))
     DeltaTable(uri).create_write_transaction([], mode="append", schema=stale.schema(),
                                              commit_properties=claims("y"))  # another capture: no conflict
+
+
+def test_a_commit_that_loses_the_race_to_create_a_table_is_retried(tmp_path, monkeypatch):
+    """Two first runs into an empty lake both find no table and both create it: the loser's create
+    fails with delta-rs's 'SaveMode append is not allowed' (no word of a conflict), and must be
+    retried as an append, not leave its run pending (which hid the run from every reader)."""
+    from deltalake import DeltaTable
+    from amqp_decode.tables import TABLES as ALL
+    lake = str(tmp_path / "lake")
+    table = ALL["frames"]
+    runlog.apply_table(lake, table, [], set(), "a", int(time_ms()))
+    real, calls = DeltaTable.is_deltatable, []
+
+    def not_yet(uri, *args, **kwargs):  # the winner's table appears after the loser looked
+        calls.append(uri)
+        return False if len(calls) <= 3 else real(uri, *args, **kwargs)
+    monkeypatch.setattr(DeltaTable, "is_deltatable", staticmethod(not_yet))
+    version = runlog.apply_table(lake, table, [], set(), "b", int(time_ms()))
+    monkeypatch.undo()
+    assert version == 1
+    assert [info.get(runlog.RUN_TAG) for info in DeltaTable(runlog.table_uri(lake, table)).history()] == ["b", "a"]
+
+
+def time_ms() -> int:
+    import time
+    return int(time.time() * 1000)
