@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{subprocess.run([tshark, '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
     results = {}
     for size in (args.small_mb, args.mb):
-        path = folder / f"synthetic-{size:g}MB.pcap"
+        path = folder / f"synth-{size:g}MB.pcap"  # one file (synth.py --files 1)
         if not path.exists():
             synth.synthesise(path, size)
         megabytes = path.stat().st_size / 1e6

@@ -1,21 +1,37 @@
-"""Job benchmark: `amqpcap run` (decode and Delta writes) against tshark on the same large capture.
+"""Job benchmark: the nightly `amqpcap run` against tshark, on realistic captures of growing size.
 
-    .venv/bin/python bench/job_bench.py [--mb 500] [--small-mb 100] [--master local[2]] [--keep DIR]
+    .venv/bin/python bench/job_bench.py [--sizes 0.5,1,2,4] [--big 10] [--keep DIR] [--json FILE]
+    .venv/bin/python bench/job_bench.py --report FILE...      # the table of earlier runs, merged
 
-For each size (built by bench/synth.py, reused with --keep), in the same run, one after the other:
+For each size (GB; --big adds one more, e.g. 10), bench/synth.py builds a capture of one sensor
+rotated into --files files (tcpdump -C style, connections spanning files); the same traffic as one
+file is those files joined record-wise. Both layouts are measured, one after the other on the same
+bytes (run nothing else heavy meanwhile):
 
-    tshark -r FILE -Y amqp -T fields -e amqp.method.method > /dev/null
-    amqpcap run --input FILE --lake <fresh dir> --master local[2]
+    amqpcap run --input PATH --lake <fresh dir> --master local[2] --summary-json F   (default settings)
+    tshark -r FILE -Y amqp -T fields -e amqp.method.method > /dev/null  (rotated: each file in turn, times summed)
 
-Reports wall time, MB/s, packets/s, tshark's peak RSS, and for the job the peak RSS of the Python
-driver, the JVM and the largest Python worker (each process's own high-water mark, VmHWM, sampled
-from /proc while the job runs). Target (issue 4): the whole job at least 1.5x tshark's throughput
-on this 2-core machine, with worker memory that does not grow with capture size.
+Per size and layout: wall time and MB/s; the job's phases from its summary JSON (read, decode,
+message_flows, commit; start-up = until the job logs its "run ...: N files" line, which it does once
+the Spark session is up, and shutdown = the rest of the wall time after the phases: stopping Spark
+and the process); peak RSS (VmHWM, sampled from /proc every 0.5 s) of the Python driver, the JVM and
+the largest Python worker; tshark's time and peak RSS; tshark time / job time; and the share of the
+CPUs other processes used meanwhile (a shared machine is noisy: each measurement first waits, up to
+--wait-quiet seconds, for the others to use at most 20% of the CPUs). Then a markdown
+table and a scaling check: the job's seconds per GB at each size against the 2 GB run's (linear
+within 15%?), on the wall time and on the phases alone (without the fixed start-up).
+
+A measurement during which other processes took more than 20% of the CPUs is repeated (--retries),
+and the quietest kept. A job that fails (out of memory...) is reported with the end of its output, and the other sizes
+still run. Inputs are kept (and reused) under --keep DIR; without it they are deleted after each
+size. Lakes are deleted after each run. Free disk is checked before a capture is generated: both
+layouts (2x the size) plus the job's staging (about the size) and lake.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -30,7 +46,49 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
-from decode_bench import run as run_measured  # noqa: E402
+
+PHASES = ("read", "decode", "message_flows", "commit")
+RUN_LINE = re.compile(rb"amqpcap: run \S+: \d+ files")
+TICKS = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all cores."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / TICKS, sum(values) / TICKS
+
+
+def _cpu_seconds(pid: int) -> float:
+    """A process's CPU time, its reaped children's included (a PySpark daemon reaps its workers)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(v) for v in fields[11:15]) / TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def others_share(before: tuple[float, float], after: tuple[float, float], ours: float) -> float:
+    """The share of the machine's CPU (all cores) that other processes used meanwhile."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return max(busy - ours, 0.0) / total if total > 0 else 0.0
+
+
+def wait_quiet(limit: float, threshold: float = 0.2, window: float = 5.0) -> float:
+    """Wait (up to `limit` s) until other processes use at most `threshold` of the CPUs; -> their share."""
+    began = time.monotonic()
+    told = False
+    while True:
+        before = machine_cpu()
+        time.sleep(window)
+        share = others_share(before, machine_cpu(), 0.0)
+        if share <= threshold or time.monotonic() - began >= limit:
+            return share
+        if not told:
+            print(f"  (waiting up to {limit:.0f} s for a quiet machine: other processes use {share:.0%} of the "
+                  f"CPUs)", flush=True)
+            told = True
 
 
 def _hwm_mb(pid: int) -> int:
@@ -72,87 +130,284 @@ def _kind(pid: int) -> str:
     return "other"
 
 
-def run_job(command: list[str]) -> tuple[float, dict[str, int], str]:
-    """(wall seconds, peak RSS in MB per role: driver, jvm, worker, the job's progress lines)."""
+def run_job(command: list[str]) -> dict:
+    """Run the job, sampling memory; -> wall, peaks per role, the time its run line appeared,
+    exit code and output."""
     peaks = {"driver": 0, "jvm": 0, "worker": 0}
+    cpu: dict[int, float] = {}  # pid -> CPU seconds, last sample
+    machine = machine_cpu()
     start = time.perf_counter()
-    log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     stop = threading.Event()
+    lines: list[bytes] = []
+    run_line: list[float] = []
 
     def sample():
         while not stop.is_set():
             peaks["driver"] = max(peaks["driver"], _hwm_mb(process.pid))
+            cpu[process.pid] = max(cpu.get(process.pid, 0.0), _cpu_seconds(process.pid))
             for pid in _descendants(process.pid):
+                cpu[pid] = max(cpu.get(pid, 0.0), _cpu_seconds(pid))
                 role = _kind(pid)
                 if role != "other":
                     peaks[role] = max(peaks[role], _hwm_mb(pid))
             stop.wait(0.5)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    def read():  # stderr is line-buffered: the run line arrives when it is logged
+        for line in process.stdout:
+            if not run_line and RUN_LINE.search(line):
+                run_line.append(time.perf_counter() - start)
+            lines.append(line)
+
+    threads = [threading.Thread(target=sample, daemon=True), threading.Thread(target=read, daemon=True)]
+    for thread in threads:
+        thread.start()
     code = process.wait()
+    wall = time.perf_counter() - start
     stop.set()
-    sampler.join()
-    log.seek(0)
-    output = log.read().decode(errors="replace")
-    if code:
-        raise SystemExit(f"{' '.join(command)} failed with status {code}:\n{output[-3000:]}")
-    return time.perf_counter() - start, peaks, output
+    for thread in threads:
+        thread.join()
+    ours = sum(cpu.values())
+    return {"wall": wall, "peaks": peaks, "run_line": run_line[0] if run_line else None, "code": code,
+            "cpu": ours, "others": others_share(machine, machine_cpu(), ours),
+            "output": b"".join(lines).decode(errors="replace")}
 
 
-def phases(wall: float, output: str) -> str:
-    """Where the job's time went, from its own progress lines."""
-    raw = re.search(r"raw tables committed after ([0-9.]+) s", output)
-    finished = re.search(r"finished in ([0-9.]+) s", output)
-    tables = re.findall(r"amqpcap: (\w+): \d+ rows, ([0-9.]+) s", output)
-    if not (raw and finished):
-        return "phases: not found in the job's output"
-    raw_s, job_s = float(raw.group(1)), float(finished.group(1))
-    return (f"phases: start-up and shutdown {wall - job_s:.1f} s, decode + raw tables {raw_s:.1f} s, "
-            f"analytics {job_s - raw_s:.1f} s (" + ", ".join(f"{t} {s} s" for t, s in tables) + ")")
+def failure_lines(output: str, keep: int = 25) -> str:
+    """The lines that say why a job failed: errors and exceptions, else its last lines."""
+    picked = [line for line in output.splitlines()
+              if re.search(r"Error|Exception|error:|Killed|OutOfMemory|Traceback|FAILED|amqpcap:", line)]
+    return "\n".join((picked or output.splitlines())[-keep:])
+
+
+def measure_job(amqpcap: str, inputs: Path, master: str, work: Path) -> dict:
+    lake = Path(tempfile.mkdtemp(prefix="lake-", dir=work))
+    summary_file = work / "summary.json"
+    summary_file.unlink(missing_ok=True)
+    try:
+        job = run_job([amqpcap, "run", "--input", str(inputs), "--lake", str(lake), "--master", master,
+                       "--summary-json", str(summary_file)])
+        result = {key: job[key] for key in ("wall", "peaks", "code", "cpu", "others")}
+        if job["code"] or not summary_file.exists():
+            result["error"] = failure_lines(job["output"])
+            return result
+        summary = json.loads(summary_file.read_text())
+        phases = {name: summary["phases"].get(name, 0.0) for name in PHASES}
+        work_s = sum(phases.values())
+        startup = job["run_line"] if job["run_line"] is not None else summary["wall_seconds"] - work_s
+        result.update(phases=phases, startup=startup, shutdown=job["wall"] - startup - work_s,
+                      summary_wall=summary["wall_seconds"], rows=summary["rows"], status=summary["status"])
+        return result
+    finally:
+        shutil.rmtree(lake, ignore_errors=True)
+        summary_file.unlink(missing_ok=True)
+
+
+def measure_tshark(tshark: str, files: list[Path]) -> dict:
+    """tshark over each file in turn: summed wall time, the largest peak RSS (its own rusage)."""
+    seconds = rss = cpu = 0.0
+    machine = machine_cpu()
+    for path in files:
+        start = time.perf_counter()
+        process = subprocess.Popen([tshark, "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "amqp.method.method"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds += time.perf_counter() - start
+        rss, cpu = max(rss, usage.ru_maxrss // 1024), cpu + usage.ru_utime + usage.ru_stime
+        if process.returncode:
+            raise SystemExit(f"tshark failed on {path} with status {process.returncode}")
+    return {"seconds": seconds, "rss": int(rss), "cpu": cpu, "others": others_share(machine, machine_cpu(), cpu)}
+
+
+def quietest(measure, args, name: str) -> dict:
+    """Measure after waiting for a quiet machine; again (up to --retries times) while other processes
+    took more than 20% of the CPUs meanwhile; the quietest measurement."""
+    best = None
+    for attempt in range(1 + args.retries):
+        if args.wait_quiet:
+            wait_quiet(args.wait_quiet)
+        result = measure()
+        if best is None or ("error" in best) > ("error" in result) or result["others"] < best["others"]:
+            best = result
+        if best["others"] <= 0.2 or "error" in result:
+            break
+        print(f"  ({name}: other processes used {result['others']:.0%} of the CPUs meanwhile"
+              f"{', measuring again' if attempt < args.retries else ''})", flush=True)
+    best["attempts"] = attempt + 1
+    return best
+
+
+def free_bytes(path: Path) -> int:
+    stat = os.statvfs(path)
+    return stat.f_bavail * stat.f_frsize
+
+
+def prepare(folder: Path, gigabytes: float, files: int, seed: int) -> dict | None:
+    """Build (or reuse) the rotated capture and the single file; -> its manifest, None if no room."""
+    manifest_file = folder / "manifest.json"
+    if manifest_file.exists():
+        manifest = json.loads(manifest_file.read_text())
+        if (manifest.get("files"), manifest.get("seed"), manifest.get("synth")) == (files, seed, synth.VERSION) \
+                and (folder / "single.pcap").exists():
+            return manifest
+    size = gigabytes * 1e9
+    needed = 3.3 * size + 2e9  # both layouts, the job's staging, its lake
+    if free_bytes(folder.parent) < needed:
+        print(f"  skipped: {free_bytes(folder.parent) / 1e9:.1f} GB free, a {gigabytes:g} GB run needs about "
+              f"{needed / 1e9:.0f} GB", flush=True)
+        return None
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    made = synth.synthesise(folder / "rotated", gigabytes * 1000, files, seed)
+    began = time.perf_counter()
+    synth.join(made.paths, folder / "single.pcap")
+    manifest = {"gigabytes": gigabytes, "files": files, "seed": seed, "synth": synth.VERSION, "bytes": made.bytes,
+                "packets": made.packets, "copies": made.copies, "connections": made.connections,
+                "capture_minutes": made.span_s / 60, "mean_concurrent": made.mean_concurrent,
+                "max_concurrent": made.max_concurrent, "synth_seconds": made.seconds,
+                "join_seconds": time.perf_counter() - began}
+    manifest_file.write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def bench_size(gigabytes: float, args, amqpcap: str, tshark: str, root: Path) -> list[dict]:
+    folder = root / f"{gigabytes:g}GB"
+    print(f"\n== {gigabytes:g} GB", flush=True)
+    manifest = prepare(folder, gigabytes, args.files, args.seed)
+    if manifest is None:
+        return []
+    megabytes = manifest["bytes"] / 1e6
+    print(f"  input: {megabytes:.0f} MB, {manifest['packets']:,} packets, {manifest['connections']:,} connections "
+          f"over {manifest['capture_minutes']:.0f} min of capture, {manifest['mean_concurrent']:.0f} open on average "
+          f"(max {manifest['max_concurrent']})", flush=True)
+    results = []
+    layouts = {"rotated": (folder / "rotated", sorted((folder / "rotated").glob("part-*.pcap"))),
+               "single": (folder / "single.pcap", [folder / "single.pcap"])}
+    for layout in args.layouts:
+        inputs, files = layouts[layout]
+        job = quietest(lambda: measure_job(amqpcap, inputs, args.master, folder), args, "amqpcap run")
+        theirs = quietest(lambda: measure_tshark(tshark, files), args, "tshark")
+        row = {"gigabytes": gigabytes, "layout": f"{len(files)} files" if len(files) > 1 else "1 file",
+               "megabytes": megabytes, "packets": manifest["packets"], "job": job, "tshark": theirs}
+        results.append(row)
+        print(describe(row), flush=True)
+    if not args.keep:
+        shutil.rmtree(folder)
+    return results
+
+
+def describe(row: dict) -> str:
+    job, theirs, megabytes = row["job"], row["tshark"], row["megabytes"]
+    peaks = job["peaks"]
+    head = f"  {row['layout']:8}"
+    if "error" in job:
+        text = (f"{head} amqpcap run FAILED (exit {job['code']}) after {job['wall']:.1f} s; peak RSS driver "
+                f"{peaks['driver']} MB, JVM {peaks['jvm']} MB, worker {peaks['worker']} MB:\n"
+                + "\n".join("      " + line for line in job["error"].splitlines()))
+    else:
+        phases = ", ".join(f"{name} {job['phases'][name]:.1f}" for name in PHASES)
+        text = (f"{head} amqpcap run {job['wall']:7.1f} s {megabytes / job['wall']:6.1f} MB/s  (start-up "
+                f"{job['startup']:.1f}, {phases}, shutdown {job['shutdown']:.1f} s)  peak RSS driver "
+                f"{peaks['driver']} MB, JVM {peaks['jvm']} MB, largest worker {peaks['worker']} MB; "
+                f"CPU {job['cpu']:.0f} s, other processes {job['others']:.0%} of the CPUs")
+    text += (f"\n{' ' * 11}tshark      {theirs['seconds']:7.1f} s {megabytes / theirs['seconds']:6.1f} MB/s  "
+             f"peak RSS {theirs['rss']} MB; other processes {theirs['others']:.0%} of the CPUs")
+    if "error" not in job:
+        text += f"\n{' ' * 11}tshark time / job time: {theirs['seconds'] / job['wall']:.2f}x"
+    return text
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| size | layout | MB | job s | job MB/s | job CPU s | start-up | read | decode | message_flows | commit "
+             "| shutdown | driver MB | JVM MB | worker MB | tshark s | tshark MB/s | tshark MB | tshark/job "
+             "| others' CPU |",
+             "|" + "---|" * 20]
+    for row in rows:
+        job, theirs, mb = row["job"], row["tshark"], row["megabytes"]
+        p = job["peaks"]
+        if "error" in job:
+            cells = [f"FAILED after {job['wall']:.0f} s", "", "", "", "", "", "", "", ""]
+        else:
+            cells = [f"{job['wall']:.1f}", f"{mb / job['wall']:.1f}", f"{job['cpu']:.0f}", f"{job['startup']:.1f}",
+                     *(f"{job['phases'][n]:.1f}" for n in PHASES), f"{job['shutdown']:.1f}"]
+        ratio = f"{theirs['seconds'] / job['wall']:.2f}x" if "error" not in job else "-"
+        lines.append("| " + " | ".join([f"{row['gigabytes']:g} GB", row["layout"], f"{mb:.0f}", *cells,
+                                         str(p["driver"]), str(p["jvm"]), str(p["worker"]),
+                                         f"{theirs['seconds']:.1f}", f"{mb / theirs['seconds']:.1f}",
+                                         str(theirs["rss"]), ratio,
+                                         f"{job['others']:.0%} / {theirs['others']:.0%}"]) + " |")
+    return "\n".join(lines)
+
+
+def scaling(rows: list[dict], reference: float = 2.0, tolerance: float = 0.15) -> str:
+    lines = [f"Scaling: the job's seconds per GB relative to the {reference:g} GB run's (linear within "
+             f"{tolerance:.0%}?) on the wall time / on the phases alone (no start-up, shutdown) / on its CPU time "
+             "(the least disturbed by other processes)"]
+    measures = {"wall": lambda j: j["wall"], "phases": lambda j: sum(j["phases"].values()), "cpu": lambda j: j["cpu"]}
+    for layout in dict.fromkeys(r["layout"] for r in rows):
+        ok = [r for r in rows if r["layout"] == layout and "error" not in r["job"]]
+        ref = next((r for r in ok if r["gigabytes"] == reference), None)
+        if ref is None:
+            lines.append(f"  {layout}: no successful {reference:g} GB run to compare with")
+            continue
+
+        def per_gb(r, measure):
+            return measures[measure](r["job"]) / (r["megabytes"] / 1000)
+        for r in ok:
+            ratios = {m: per_gb(r, m) / per_gb(ref, m) for m in measures}
+            verdict = "linear" if abs(ratios["phases"] - 1) <= tolerance else "NOT linear"
+            lines.append(f"  {layout:8} {r['gigabytes']:4g} GB: {per_gb(r, 'wall'):5.1f} s/GB, "
+                         + " / ".join(f"{ratios[m]:.2f}" for m in measures) + f"  {verdict} (phases)")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=500.0)
-    parser.add_argument("--small-mb", type=float, default=100.0)
+    parser.add_argument("--sizes", default="0.5,1,2,4", help="capture sizes in GB, comma-separated")
+    parser.add_argument("--big", type=float, help="one more, larger size in GB (e.g. 10)")
+    parser.add_argument("--files", type=int, default=16, help="files of the rotated layout")
+    parser.add_argument("--layouts", default="rotated,single", help="rotated, single or both")
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--keep", type=Path, help="folder to keep (and reuse) the synthetic captures in")
+    parser.add_argument("--keep", type=Path, help="folder to keep (and reuse) the captures in")
+    parser.add_argument("--json", type=Path, help="also write every measurement to this file")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="measure again while other processes took more than 20%% of the CPUs meanwhile")
+    parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
+                        help="only print the table and scaling check of earlier runs' --json files, merged")
+    parser.add_argument("--wait-quiet", type=float, default=600.0,
+                        help="before each measurement, wait up to this many seconds until other processes use at "
+                             "most 20%% of the CPUs (0: do not wait); their share is reported either way")
     args = parser.parse_args(argv)
+    args.layouts = [x.strip() for x in args.layouts.split(",") if x.strip()]
+    if args.report:
+        rows = [row for path in args.report for row in json.loads(path.read_text())]
+        print(table(rows) + "\n\n" + scaling(rows))
+        return 0
     tshark = shutil.which("tshark")
     if tshark is None:
         print("tshark is not installed (apt-get install tshark)", file=sys.stderr)
         return 2
     amqpcap = str(Path(sys.executable).with_name("amqpcap"))
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="amqpcap-jobbench-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"Spark master {args.master}")
-    for size in (args.small_mb, args.mb):
-        path = folder / f"synthetic-{size:g}MB.pcap"
-        if not path.exists():
-            synth.synthesise(path, size)
-        megabytes = path.stat().st_size / 1e6
-        from amqp_decode.capture import read_records
-        packets = sum(1 for _ in read_records(str(path)))
-        theirs, tshark_rss = run_measured([tshark, "-r", str(path), "-Y", "amqp", "-T", "fields",
-                                           "-e", "amqp.method.method"])
-        lake = Path(tempfile.mkdtemp(prefix="amqpcap-lake-", dir=folder))
-        ours, peaks, output = run_job([amqpcap, "run", "--input", str(path), "--lake", str(lake),
-                               "--master", args.master])
-        shutil.rmtree(lake)
-        print(f"\n{path.name}: {megabytes:.1f} MB, {packets} packets")
-        print(f"  amqpcap run  {ours:7.1f} s  {megabytes / ours:6.1f} MB/s  {packets / ours:9,.0f} packets/s  "
-              f"peak RSS: driver {peaks['driver']} MB, JVM {peaks['jvm']} MB, largest Python worker "
-              f"{peaks['worker']} MB")
-        print(f"    {phases(ours, output)}")
-        print(f"  tshark       {theirs:7.1f} s  {megabytes / theirs:6.1f} MB/s  {packets / theirs:9,.0f} packets/s  "
-              f"peak RSS {tshark_rss} MB")
-        print(f"  ratio (tshark time / amqpcap run time): {theirs / ours:.2f}x  (target >= 1.5x)")
-    if not args.keep:
-        shutil.rmtree(folder)
-    return 0
+    sizes = [float(s) for s in args.sizes.split(",") if s.strip()] + ([args.big] if args.big else [])
+    root = args.keep or Path(tempfile.mkdtemp(prefix="amqpcap-jobbench-", dir=os.environ.get("TMPDIR")))
+    root.mkdir(parents=True, exist_ok=True)
+    version = subprocess.run([tshark, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python "
+          f"{platform.python_version()}, Spark master {args.master}; {version}")
+    rows: list[dict] = []
+    try:
+        for size in sizes:
+            rows += bench_size(size, args, amqpcap, tshark, root)
+            if args.json:
+                args.json.write_text(json.dumps(rows, indent=2))
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print("\n" + table(rows) + "\n\n" + scaling(rows))
+    return 1 if any("error" in r["job"] for r in rows) else 0
 
 
 if __name__ == "__main__":
