@@ -1,0 +1,29 @@
+"""The fuzz suite runs against the build in use (issue 12: the reliability fuzzing runs against the
+compiled build). A compiled module older than its .py source is the code of some earlier checkout:
+fuzzing it would test what no longer exists, so that fails here (rebuild: pip install -e .)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+import amqp_decode
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(bool(os.environ.get("AMQPCAP_INTERPRETED")), reason="AMQPCAP_INTERPRETED=1: the .py files run")
+def test_no_compiled_module_is_older_than_its_source():
+    if amqp_decode.build() == "interpreted":
+        pytest.skip("no compiled build installed (no C compiler at install time): the interpreted decoder is fuzzed")
+    stale = []
+    for name in amqp_decode.HOT_MODULES:
+        compiled = Path(importlib.import_module(f"amqp_decode.{name}").__file__)
+        source = Path(amqp_decode.__file__).parent.joinpath(*name.split(".")).with_suffix(".py")
+        built_here = compiled.is_relative_to(ROOT)  # an editable install (make setup), not a wheel's copy
+        if built_here and compiled.suffix in (".so", ".pyd") and compiled.stat().st_mtime < source.stat().st_mtime:
+            stale.append(name)
+    assert not stale, f"compiled modules older than their source (rebuild with pip install -e .): {stale}"

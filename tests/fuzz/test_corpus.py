@@ -1,0 +1,222 @@
+"""The seed corpus (tests/fuzz/corpus/): inputs that once failed, replayed on every run (not slow).
+
+`test_replay` runs each file through its target's properties (the known findings tolerated, as
+in the fuzz tests), so a regression elsewhere shows at once. Each finding then has a strict xfail
+test saying what should happen: it fails while the bug is there and turns red (XPASS) the moment
+it is fixed; then remove its marker, and its recogniser in known.py. corpus/README.md lists the
+findings with their diagnosis; corpus/build.py rebuilds the files.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from amqp_decode import fieldtable
+from amqp_decode.capture import CaptureInfo, read_records
+from amqp_decode.decoder import CaptureDecoder
+from amqp_decode.errors import MalformedPayload
+from amqp_decode.rows import to_json
+from amqpcap.cli import main as cli
+from tests.fuzz import oracles, targets
+from tests.fuzz.corpus.build import HEADER, conversation, method, shortstr
+from tests.fuzz.mutators import nested, write_pcap
+from tests.fuzz.oracles import parse_capture
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+FILES = sorted(p for p in CORPUS.iterdir() if p.name.startswith(("codec-", "reader-", "stream-")))
+
+
+def corpus(name: str) -> Path:
+    return CORPUS / name
+
+
+def decode(path: Path, settings: str = "default") -> tuple[list, object]:
+    decoder = CaptureDecoder(targets.SETTINGS[settings], collect_connections=True)
+    return list(decoder.decode([str(path)])), decoder.stats
+
+
+def decode_bytes(data: bytes, settings: str = "default") -> tuple[list, object]:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "capture.pcap"
+        path.write_bytes(data)
+        return decode(path, settings)
+
+
+def whole(data: bytes) -> tuple[list, CaptureInfo]:
+    info = CaptureInfo("corpus", len(data))
+    return list(read_records("corpus", info, io.BytesIO(data))), info
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_replay(path):
+    data = path.read_bytes()
+    if path.name.startswith("codec-"):
+        for name in targets.CODEC_NAMES:
+            targets.check_codec(targets.codec(name), data, 0)
+    elif path.name.startswith("reader-"):
+        cuts = sorted({len(data) // 3, len(data) // 2, 2 * len(data) // 3})
+        targets.check_reader(data, ranges=[(a, len(data)) for a in cuts if 0 < a < len(data)])
+    else:
+        for settings in targets.SETTINGS:
+            targets.decode_capture(data, settings, path.name)
+
+
+def test_the_corpus_is_what_build_makes():
+    from tests.fuzz.corpus.build import build
+    built = build()
+    assert sorted(built) == [p.name for p in FILES]
+    for name, data in built.items():
+        assert corpus(name).read_bytes() == data, name
+
+
+# -- the findings ----------------------------------------------------------------------------------
+
+def test_f1_a_deeply_nested_field_table_is_malformed_not_unwritable():
+    """F1, fixed: a field table nested 260 levels deep decoded (the limit was 400), but orjson, which
+    writes --jsonl and args_json, stops at 255 levels. Now anything deeper than 200 is malformed."""
+    data = corpus("codec-deep-field-table.frame").read_bytes()
+    for name in targets.CODEC_NAMES:
+        with pytest.raises(MalformedPayload, match="nested deeper"):
+            targets.codec(name).decode_frame(data, 0)
+    records, _ = decode(corpus("stream-deep-field-table.pcap"))
+    assert any(r["kind"] == "issue" and "nested deeper" in r["detail"] for r in records)
+    for record in records:
+        for render in targets.RENDER:
+            render(record)
+        if record["kind"] == "method":
+            to_json(record["args"])
+
+
+def test_f1_the_deepest_table_accepted_is_written():
+    data = method(50, 10, struct.pack(">H", 0) + shortstr(b"q") + b"\x02" + nested(fieldtable.MAX_DEPTH - 1), 1)  # MAX_DEPTH tables
+    records, _ = decode_bytes(write_pcap(conversation([HEADER, data])))
+    (declare,) = [r for r in records if r.get("method") == "queue.declare"]
+    for render in targets.RENDER:
+        render(declare)
+    to_json(declare["args"])
+
+
+@pytest.mark.xfail(strict=True, reason="F2: pcap garbage shorter than a record header right before a record reads "
+                   "as a plausible header; the boundary search after it starts 16 bytes after that header, past the "
+                   "real record, which is lost (pcap.py, PcapReader.records: self._find(pending_at + PCAP_RECORD))")
+def test_f2_garbage_before_the_first_record_loses_no_record():
+    data = corpus("reader-garbage-before-first-record.pcap").read_bytes()
+    clean = parse_capture(data[:24] + data[25:]).records
+    records, info = whole(data)
+    assert records == clean
+    assert [(i.kind, i.offset, i.end_offset) for i in info.issues] == [("damaged-record-header", 24, 25)]
+
+
+@pytest.mark.xfail(strict=True, reason="F2: the first 13 bytes of a record header written twice (a torn write) before "
+                   "it: a bogus record (those bytes + the real record) is handed out, and the real record is lost")
+def test_f2_a_torn_header_before_a_record_loses_no_record():
+    data = corpus("reader-torn-header-before-record.pcap").read_bytes()
+    second = 24 + 16 + 41  # where record 1 starts in the file without the torn bytes
+    clean = parse_capture(data[:second] + data[second + 13:]).records
+    records, info = whole(data)
+    assert records == clean
+    assert [(i.offset, i.end_offset) for i in info.issues] == [(second, second + 13)]
+
+
+def test_f3_a_cut_second_gzip_member_skips_no_negative_bytes():
+    """F3, fixed: a damaged gzip stream of two members reported bytes_skipped too small, even negative (the next member's bytes counted as consumed twice)."""
+    data = corpus("reader-gzip-two-members-cut.pcap.gz").read_bytes()
+    _, info = whole(data)
+    (issue,) = [i for i in info.issues if i.kind == "gzip-damaged"]
+    assert 0 <= issue.bytes_skipped <= len(data), issue
+
+
+def test_f4_a_range_meets_an_undescribed_interface():
+    """F4, fixed: reading a pcapng in a byte range, a packet naming an interface no block describes raised IndexError."""
+    data = corpus("reader-pcapng-range-unknown-interface.pcapng").read_bytes()
+    records, info = whole(data)
+    assert [i.kind for i in info.issues] == ["unknown-interface"]
+    info = CaptureInfo("corpus", len(data))
+    ranged = list(read_records("corpus", info, io.BytesIO(data), start=1))
+    assert ranged == records and [i.kind for i in info.issues] == ["unknown-interface"]
+
+
+@pytest.mark.xfail(strict=True, reason="F5: a pcapng byte range learns the interfaces before its start by reading from "
+                   "the file's start, and stops at damage: interfaces described after it are missed, the range numbers "
+                   "the ones it meets from 0 and its packets get other link types, silently (pcapng.py, "
+                   "PcapngReader._first_boundary)")
+def test_f5_ranges_after_damage_before_the_interfaces():
+    data = corpus("reader-pcapng-range-interfaces-after-damage.pcapng").read_bytes()
+    records, _ = whole(data)
+    for cut in range(1, len(data)):
+        merged, parts = CaptureInfo("corpus", len(data)), []
+        for start, end in ((0, cut), (cut, None)):
+            info = CaptureInfo("corpus", len(data))
+            parts += list(read_records("corpus", info, io.BytesIO(data), start=start, end=end))
+            merged.merge(info)
+        assert parts == records or "inconsistent-ranges" in [i.kind for i in merged.issues], cut
+
+
+@pytest.mark.xfail(strict=True, reason="F6: a pcap whose first record has origlen < caplen turns the origlen check off "
+                   "for the whole file; after damage the boundary search accepts headers read 4 bytes late (seconds = "
+                   "microseconds, origlen = the first payload bytes): every record after it is read misaligned "
+                   "(boundaries.py, PcapRules.learn_origlen/plausible, pcap_chain)")
+def test_f6_records_after_a_damaged_time_are_read_aligned():
+    data = corpus("reader-shifted-headers.pcap").read_bytes()
+    literal = parse_capture(data).records  # the file is well formed; record 3's time is three days off
+    records, _ = whole(data)
+    for record in literal[4:]:
+        assert record in records
+
+
+@pytest.mark.xfail(strict=True, reason="F7: on a port that is no AMQP port a connection is classified once, by the first "
+                   "four bytes of its first payload segment: a protocol header split over two segments (or the server's "
+                   "segment captured first) makes it not-amqp and nothing is decoded (stream.py, AmqpConnection._classify)")
+def test_f7_a_split_protocol_header_on_another_port_is_found():
+    records, stats = decode(corpus("stream-split-protocol-header.pcap"))
+    assert [r["kind"] for r in records][:2] == ["protocol-header", "method"]
+    assert dict(stats.connections) == {"amqp": 1}
+
+
+def test_f8_a_damaged_capture_in_readable_form(capsys):
+    """F8, fixed: the readable view printed a capture-file issue (no connection, no time) as exit 70."""
+    assert cli(["decode", "--quiet", str(corpus("stream-damaged-file-readable.pcap"))]) == 0
+    assert "damaged-record-header" in capsys.readouterr().out
+
+
+@pytest.mark.xfail(strict=True, reason="F9: with --bodies, a body frame of 64 KiB or more is kept as it streams in; "
+                   "when the frame is then lost (the stream ends inside it, or a bad frame-end) its bytes stay in "
+                   "body_b64 although body_received never counts them (stream.py, FrameReader._feed_body -> "
+                   "AmqpConnection.body_bytes)")
+def test_f9_a_lost_streamed_body_frame_is_not_in_the_body():
+    records, _ = decode(corpus("stream-streamed-body-truncated.pcap"), "bodies")
+    (publish,) = [r for r in records if r.get("method") == "basic.publish"]
+    message = publish["message"]
+    assert len(base64.b64decode(message["body_b64"])) <= message["body_received"], message
+
+
+def test_f10_no_record_before_the_stream_start():
+    """F10, fixed: a segment starting before the stream's first byte gave a retransmission-conflict at a negative offset."""
+    records, _ = decode(corpus("stream-conflict-before-start.pcap"))
+    assert all(r["offset"] is None or r["offset"] >= 0 for r in records), \
+        [(r["kind"], r.get("issue_kind"), r["offset"]) for r in records if (r["offset"] or 0) < 0]
+
+
+def test_f11_bytes_are_counted_once():
+    """F11, fixed: a streamed body frame with a gap inside and a bad frame-end counted the lost bytes twice."""
+    records, stats = decode(corpus("stream-streamed-body-gap-bad-end.pcap.gz"))
+    oracles.check_accounting(records, stats.connection_summaries)
+
+
+def test_f11_reproducer_is_what_it_says():
+    records, _ = decode(corpus("stream-streamed-body-gap-bad-end.pcap.gz"))
+    kinds = {(r["issue_kind"], r["detail"].split(":")[0]) for r in records if r["kind"] == "issue"}
+    assert ("framing", "bad-frame-end") in kinds
+    assert any(kind == "gap" and "inside a" in detail for kind, detail in kinds)
+
+
+def test_corpus_files_are_tiny():
+    for path in FILES:
+        assert path.stat().st_size <= 4096, path.name
+    assert struct.calcsize("<I") == 4
