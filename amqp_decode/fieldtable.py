@@ -19,14 +19,17 @@ list that collects non-fatal issues, or None to raise them instead (strict mode)
 from __future__ import annotations
 
 import struct
+import time
 from decimal import Decimal
 from typing import Callable
 
 from amqp_decode.errors import MalformedPayload, UnknownFieldTag
 
 TEXT_ERRORS = "backslashreplace"  # invalid UTF-8 stays visible as \xNN instead of failing the frame
-# Nesting no real peer sends; deeper is malformed (and would otherwise exhaust the stack).
-MAX_DEPTH = 400
+# Nesting no real peer sends; deeper is malformed (and would otherwise exhaust the stack). Below
+# orjson's limit of 255 levels (--jsonl, the lake's args_json), with room for the record's own
+# levels above a table (record > message > properties > headers).
+MAX_DEPTH = 200
 
 # tag -> value kind, per dialect
 RABBITMQ_TAGS = {
@@ -39,12 +42,31 @@ SPEC_TAGS = {**RABBITMQ_TAGS, "s": "shortstr", "l": "uint64"}
 DIALECTS = {"rabbitmq": RABBITMQ_TAGS, "spec": SPEC_TAGS}
 
 _FIXED = {"int8": ">b", "uint8": ">B", "int16": ">h", "uint16": ">H", "int32": ">i",
-          "uint32": ">I", "int64": ">q", "uint64": ">Q", "float32": ">f", "float64": ">d",
-          "timestamp": ">Q"}
+          "uint32": ">I", "int64": ">q", "uint64": ">Q", "float32": ">f", "float64": ">d"}
 _U32 = struct.Struct(">I").unpack_from
+_U64 = struct.Struct(">Q").unpack_from
 _DECIMAL = struct.Struct(">Bi").unpack_from
 
 Decoder = Callable[[bytes, int, "list | None"], tuple[object, int]]
+
+
+class Timestamp(int):
+    """An AMQP timestamp (field-table tag 'T', the `timestamp` property): POSIX seconds, UTC, as on
+    the wire. An int everywhere (arithmetic, comparisons, JSON: orjson writes it as a number), but
+    its type says it is a time, so views can show it as one (`.isoformat()`)."""
+
+    __slots__ = ()
+
+    def isoformat(self) -> str:
+        """'2024-05-01T12:00:00Z'; the plain number where no calendar date fits."""
+        try:
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self))
+        except (OverflowError, OSError, ValueError):
+            return str(int(self))
+
+
+def _timestamp(p, o, w):
+    return Timestamp(_U64(p, o)[0]), o + 8
 
 
 def _fixed(fmt: str) -> Decoder:
@@ -105,6 +127,7 @@ class FieldTableCodec:
         kinds: dict[str, Decoder] = {
             "boolean": _boolean, "decimal": _decimal, "shortstr": _shortstr, "longstr": _longstr,
             "bytes": _bytes, "void": _void, "table": self._table, "array": self._array,
+            "timestamp": _timestamp,
             **{kind: _fixed(fmt) for kind, fmt in _FIXED.items()},
         }
         # Keyed by the tag's byte value, so the hot loop indexes without decoding a character.

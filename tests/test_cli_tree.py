@@ -46,7 +46,7 @@ def test_an_uncaught_exception_is_an_internal_error_not_a_failed_capture(monkeyp
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
-    monkeypatch.setattr(decode.CaptureDecoder, "decode", broken)
+    monkeypatch.setattr(decode.CaptureDecoder, "batches", broken)  # what the frames views read
     code = cli.main(["decode", str(ROOT / "data" / "samples" / "heartbeats.pcap")])
     assert code == cli.INTERNAL == 70
     assert "internal error" in capsys.readouterr().err

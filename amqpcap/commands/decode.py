@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import datetime
 import json
 import logging
 import sys
@@ -14,7 +13,14 @@ from decimal import Decimal
 import orjson
 
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
+from amqp_decode.gc_policy import fewer_collections
+from amqp_decode.stream import CONNECTION_END
 from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
+from amqpcap.decodeview.ends import ConnectionEnds
+from amqpcap.decodeview.filters import Selection, predicates
+from amqpcap.decodeview.order import DEFAULT_CAP, TimeOrder
+from amqpcap.decodeview.readable import Readable
+from amqpcap.decodeview.where import WhereError
 
 NAME = "decode"
 HELP = "print the AMQP frames in capture files (no Spark)"
@@ -34,6 +40,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "and RPC latency percentiles, instead of the frames")
     view.add_argument("--json", action="store_true", help="with --stats: the statistics as one JSON object")
     view.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    view.add_argument("--frames", action="store_true",
+                      help="readable view: a line per frame (content header and body frames too), not per message")
+    view.add_argument("--width", type=int, default=80, metavar="N",
+                      help="readable view: cut each argument or property value to N characters")
+    view.add_argument("--full", action="store_true", help="readable view: never cut values")
+    view.add_argument("--no-sort", action="store_true",
+                      help="records in decoding order (per connection, as each completes) instead of time order")
+    view.add_argument("--sort-buffer", type=int, default=DEFAULT_CAP, metavar="RECORDS",
+                      help="most records held to put them in time order; past it the oldest is written (and "
+                      "a record that comes later than that is counted as out of order)")
+    select = parser.add_argument_group("filters (all must match; docs/decode.md)")
+    select.add_argument("--connection", metavar="ID", help="one connection: its id or a prefix of it (the "
+                        "readable view shows 8 characters)")
+    select.add_argument("--channel", type=int, action="append", metavar="N", help="channel N (repeatable: any)")
+    select.add_argument("--method", action="append", metavar="GLOB",
+                        help="methods whose name matches, e.g. 'basic.*', queue.declare (repeatable: any); a "
+                        "content method brings its header and body frames")
+    select.add_argument("--queue", metavar="NAME", help="methods whose queue argument matches NAME (a glob)")
+    select.add_argument("--exchange", metavar="NAME",
+                        help="methods whose exchange argument (source or destination for exchange.bind) "
+                        "matches NAME (a glob; '' is the default exchange)")
+    select.add_argument("--errors", action="store_true",
+                        help="error closes, basic.return, broker basic.nack, decode issues and abnormal "
+                        "connection ends")
+    select.add_argument("--where", metavar="EXPR",
+                        help='an expression over the JSON fields, e.g. \'args.reply_code >= 400 and '
+                        'method == "channel.close"\' (grammar in docs/decode.md)')
     shorthands = parser.add_argument_group("shorthands for settings")
     shorthands.add_argument("--port", type=int, action="append", metavar="N",
                             help="an AMQP port (repeatable; decode.amqp_ports, default 5672). AMQP on other "
@@ -73,18 +106,73 @@ def overrides(args: argparse.Namespace) -> list[str]:
     return out
 
 
+FILTERS = ("connection", "channel", "method", "queue", "exchange", "errors", "where")
+READABLE_ONLY = ("frames", "full")
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Options that do not go together: one line, exit 2, before any work."""
+    if args.json and not args.stats:
+        raise UsageError("--json goes with --stats (for JSON Lines of the frames: --jsonl)")
+    if args.stats:
+        given = [f"--{name}" for name in FILTERS if getattr(args, name) not in (None, False, [])]
+        if given:
+            raise UsageError(f"{' '.join(given)}: --stats summarises every connection of the capture; the "
+                             "filters select what the readable and --jsonl views print")
+        if args.jsonl:
+            raise UsageError("--stats and --jsonl are two different outputs: choose one (--stats --json "
+                             "for the statistics as JSON)")
+    if args.stats or args.jsonl:
+        given = [f"--{name}" for name in READABLE_ONLY if getattr(args, name)]
+        if args.width != 80:
+            given.append("--width")
+        if given:
+            raise UsageError(f"{' '.join(given)}: only for the readable view")
+    if args.width < 4:
+        raise UsageError("--width takes at least 4 (characters per value); --full for no cut")
+    if args.sort_buffer < 1:
+        raise UsageError("--sort-buffer takes a positive number of records")
+
+
 def main(args: argparse.Namespace) -> int:
+    _check(args)
     settings = load_settings(args, overrides(args))
+    try:
+        tests = predicates(connection=args.connection, channels=args.channel, methods=args.method,
+                           queue=args.queue, exchange=args.exchange, errors=args.errors, where=args.where)
+    except WhereError as error:
+        raise UsageError(f"--where: {error}") from None
     if not expand_inputs(args.captures):
         raise UsageError(f"no capture files in {' '.join(args.captures)}")
     decoder = CaptureDecoder(settings)
     out = sys.stdout.buffer
-    if args.stats:
-        _stats(decoder, args, settings, out)
-    else:
-        render = _json_line if args.jsonl else _text_line
-        for record in decoder.decode(args.captures):
-            out.write(render(record))
+    order = None
+    with fewer_collections():  # amqp_decode.gc_policy: a tenth of the time otherwise
+        if args.stats:
+            _stats(decoder, args, settings, out)
+        else:
+            ends = ConnectionEnds()
+            if args.jsonl:
+                render, join = _json_line, b"".join
+            else:
+                readable = Readable(frames=args.frames, width=None if args.full else args.width, versions=ends.version)
+                render, join = readable.line, _join_text
+            selection = Selection(tests, fold_content=not (args.jsonl or args.frames))
+            order = None if args.no_sort else TimeOrder(decoder, args.sort_buffer)
+            for batch in decoder.batches(args.captures, ends=True):
+                records = selection.select(_with_ends(batch, ends, decoder))
+                if not records:
+                    continue
+                if order is not None:
+                    rendered = order.feed(records, render)
+                else:
+                    rendered = [text for text in map(render, records) if text is not None]
+                if rendered:
+                    out.write(join(rendered))
+            if order is not None:
+                rendered = order.finish()
+                if rendered:
+                    out.write(join(rendered))
     out.flush()
     stats = decoder.stats
     for path, reason in stats.failed.items():
@@ -93,8 +181,27 @@ def main(args: argparse.Namespace) -> int:
         if info.issues:  # one line per damaged file: what, where, how much was skipped
             log.warning("%s: damaged: %s", info.path, info.damage())
     if not args.quiet:
-        _summary(stats)
+        _summary(stats, order)
     return CAPTURE_FAILED if stats.failed else OK
+
+
+def _with_ends(batch: list[dict], ends: ConnectionEnds, decoder: CaptureDecoder) -> list[dict]:
+    """Every record watched for how its connection ends; the decoder's end records replaced by the
+    documented `connection-end` records (amqpcap.decodeview.ends)."""
+    observe = ends.observe
+    out = batch
+    for i, record in enumerate(batch):
+        if record["kind"] == CONNECTION_END:
+            if out is batch:
+                out = batch[:i]
+            end = ends.end(record, decoder.now_ns)
+            if end is not None:
+                out.append(end)
+            continue
+        observe(record)
+        if out is not batch:
+            out.append(record)
+    return out
 
 
 def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> None:
@@ -119,53 +226,32 @@ def _json_default(value):
 
 
 def _json_line(record: dict) -> bytes:
-    # OPT_NON_STR_KEYS: a field table may carry any key; OPT_PASSTHROUGH... is not needed: Decimal and
-    # bytes go through _json_default; integers beyond 64 bits do not occur (longlong is unsigned 64).
+    # Decimal and bytes go through _json_default; integers beyond 64 bits do not occur (longlong is
+    # unsigned 64); Timestamp (an int) is written as its number of seconds.
     return orjson.dumps(record, default=_json_default, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def _text_line(record: dict) -> str:
-    if record["connection"] is None:  # damage to the capture file itself
-        return (f"capture {record['capture']} at byte {record.get('file_offset')}: ISSUE {record['issue_kind']}: "
-                f"{record['detail']}\n").encode()
-    ts = datetime.datetime.fromtimestamp(record["ts_ns"] / 1e9, datetime.timezone.utc)
-    arrow = "->" if record["dir"] == "C>S" else "<-"
-    head = f"{ts:%Y-%m-%d %H:%M:%S.%f} {record['connection'][:8]} {record['client']} {arrow} " \
-           f"{record['server']} ch{record['channel'] if record['channel'] is not None else '-'} "
-    kind = record["kind"]
-    if kind == "method":
-        text = record["method"] + " " + _args(record["args"])
-        if "message" in record:
-            message = record["message"]
-            text += f" [{message['body_received']}/{message['body_size']} bytes in " \
-                    f"{message['body_frames']} frames" + \
-                    (f", sha256 {message['body_sha256'][:12]}]" if message["complete"] else ", incomplete]")
-    elif kind == "header":
-        text = f"header {record['class']} body_size={record['body_size']} {_args(record['properties'])}"
-    elif kind == "body":
-        text = f"body {record['body_frame_size']} bytes"
-    elif kind == "protocol-header":
-        text = f"protocol header {record['protocol_header']}"
-    elif kind == "issue":
-        text = f"ISSUE {record['issue_kind']}: {record['detail']}" + \
-               (f" ({record['bytes_skipped']} bytes skipped)" if record["bytes_skipped"] else "")
-    else:
-        text = kind
-    return (head + text + "\n").encode()
+_FRAMES_VIEW = Readable(frames=True)
 
 
-def _args(values: dict) -> str:
-    parts = []
-    for key, value in values.items():
-        shown = json.dumps(value, default=_json_default, ensure_ascii=False)
-        parts.append(f"{key}={shown if len(shown) <= 80 else shown[:77] + '...'}")
-    return " ".join(parts)
+def _text_line(record: dict) -> bytes:
+    """One record as the readable view writes it with --frames (for callers that render records
+    one by one, e.g. the fuzz suite; the command itself renders through Readable)."""
+    return (_FRAMES_VIEW.line(record) or "").encode()
 
 
-def _summary(stats) -> None:
+def _join_text(lines: list[str]) -> bytes:
+    return "".join(lines).encode()
+
+
+def _summary(stats, order: TimeOrder | None) -> None:
     frames = sum(n for kind, n in stats.records.items() if kind not in ("issue", "protocol-header"))
     print(f"amqpcap: {len(stats.captures)} captures read, {len(stats.failed)} failed; "
           f"{stats.packets} packets, {stats.tcp_segments} TCP segments; connections: "
           f"{dict(stats.connections) or 0}; {frames} frames; "
           f"{sum(stats.issues.values())} issues ({stats.bytes_skipped} bytes skipped)"
           + (f" {dict(stats.issues)}" if stats.issues else ""), file=sys.stderr)
+    if order is not None and order.late:
+        print(f"amqpcap: {order.late} records written out of time order (" +
+              (f"the --sort-buffer of {order.cap} records was full {order.forced} times; "
+               if order.forced else "") + "docs/decode.md: ordering)", file=sys.stderr)

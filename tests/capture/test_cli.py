@@ -11,6 +11,8 @@ from amqpcap.cli import main
 from tests.capture.conftest import SAMPLES
 
 KINDS = {"protocol-header", "method", "header", "body", "heartbeat", "issue"}
+END_KEYS = {"end_reason": str, "tcp_end": str, "status": str, "first_ts_ns": int, "last_ts_ns": int,
+            "duration_s": float, "directions": dict, "syn_seen": bool}
 COMMON = {"ts": float, "connection": str, "client": str, "server": str, "dir": str, "kind": str}
 
 
@@ -33,6 +35,13 @@ def test_jsonl_contract(capfdbinary):
         if obj["kind"] == "issue" and obj.get("file_offset") is not None:  # damage to the file itself
             assert obj["connection"] is obj["dir"] is obj["client"] is None and isinstance(obj["capture"], str)
             assert obj["file_end_offset"] >= obj["file_offset"] and isinstance(obj["bytes_skipped"], int)
+            continue
+        if obj["kind"] == "connection-end":  # how the connection ended: not a frame, no direction
+            assert obj["dir"] is obj["channel"] is obj["offset"] is None and isinstance(obj["connection"], str)
+            for key, kind in END_KEYS.items():
+                assert isinstance(obj[key], kind), (key, obj)
+            assert obj["end_reason"] in ("close", "heartbeat-timeout", "fin", "rst", "port-reuse", "capture-end")
+            assert obj["close"] is None or isinstance(obj["close"]["reply_code"], int)
             continue
         for key, kind in COMMON.items():
             assert isinstance(obj[key], kind), (key, obj)

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from amqp_decode.errors import MalformedPayload, UnknownFieldTag
-from amqp_decode.fieldtable import FieldTableCodec
+from amqp_decode.fieldtable import MAX_DEPTH, FieldTableCodec, Timestamp
 
 RABBITMQ = FieldTableCodec("rabbitmq")
 SPEC = FieldTableCodec("spec")
@@ -33,7 +33,7 @@ TAGS = [
     ("S", "00000005" + "68c3a96c6c", "héll", "héll"),
     ("S", "00000002" + "ff41", "\\xffA", "\\xffA"),  # invalid UTF-8 stays visible, never fails
     ("x", "00000003000102", b"\x00\x01\x02", b"\x00\x01\x02"),
-    ("T", "000000006553f100", 1700000000, 1700000000),
+    ("T", "000000006553f100", Timestamp(1700000000), Timestamp(1700000000)),  # typed: test_timestamps
     ("V", "", None, None),
     ("F", "00000007" + "0161" + "49" + "00000005", {"a": 5}, {"a": 5}),
     ("A", "00000009" + "6201" + "53" + "00000002" + "6f6b", [1, "ok"], [1, "ok"]),
@@ -55,6 +55,19 @@ def test_every_tag(tag, value_hex, rabbitmq, spec):
         assert SPEC.decode_table(data, 0, None) == ({"k": spec}, len(data))
 
 
+def test_timestamps_are_typed_ints_shown_as_utc_times():
+    """Tag T keeps its type: an int (arithmetic, comparisons, JSON as the wire's seconds) whose
+    type says it is a time; arrays too."""
+    import orjson
+    data = table("A", "00000012" + "54" + "000000006553f100" + "6c" + "000000006553f100")
+    values = RABBITMQ.decode_table(data, 0, None)[0]["k"]
+    assert [type(v) for v in values] == [Timestamp, int] and values[0] == values[1] == 1700000000
+    assert values[0].isoformat() == "2023-11-14T22:13:20Z" and values[0] + 1 == 1700000001
+    assert orjson.dumps({"t": values[0]}) == b'{"t":1700000000}'
+    assert str(values[0]) == "1700000000"
+    assert Timestamp(2**64 - 1).isoformat() == str(2**64 - 1)  # beyond any calendar: the number
+
+
 def test_spec_dialect_short_string():
     data = table("s", "03616263")
     assert SPEC.decode_table(data, 0, None) == ({"k": "abc"}, len(data))
@@ -62,12 +75,17 @@ def test_spec_dialect_short_string():
 
 def test_nested_tables_and_arrays_to_depth():
     inner = table("S", "00000003" + "656e64")
-    for depth in range(200):
+    wrappers = 132  # 199 levels: the innermost table, 66 tables, 66 arrays each holding a table
+    for depth in range(wrappers):
         inner = table("F", inner.hex()) if depth % 2 else table("A", (struct.pack(">I", len(inner) + 1) + b"F" + inner).hex())
     value, _ = RABBITMQ.decode_table(inner, 0, None)
-    for depth in reversed(range(200)):
+    value_at_top = value
+    for depth in reversed(range(wrappers)):
         value = value["k"] if depth % 2 else value["k"][0]
     assert value == {"k": "end"}
+    assert RABBITMQ.decode_table(table("F", inner.hex()), 0, None)[0]["k"] == value_at_top
+    with pytest.raises(MalformedPayload, match=f"nested deeper than {MAX_DEPTH} levels"):
+        RABBITMQ.decode_table(table("F", table("F", inner.hex()).hex()), 0, None)
 
 
 def test_absurd_nesting_is_an_error_not_a_crash():

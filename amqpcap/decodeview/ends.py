@@ -1,0 +1,105 @@
+"""How each connection ended, as a `connection-end` record (docs/decode.md has its shape).
+
+The decoder's own end-of-connection record (stream.CONNECTION_END) carries the TCP facts: why the
+stream ended (fin, rst, port-reuse, capture-end) and per-direction byte accounting. The AMQP facts
+come from the connection's records, watched as they pass: a completed close handshake makes the
+reason `close`; a client silent for at least twice the negotiated heartbeat before the stream
+ended makes it `heartbeat-timeout` (the same rule as the `connections` table's end_reason).
+"""
+
+from __future__ import annotations
+
+from amqp_decode.stream import CONNECTION_END
+
+END = "connection-end"
+# reasons that are not a normal end (for --errors): the close handshake was not done
+ABNORMAL = frozenset({"rst", "fin", "heartbeat-timeout", "port-reuse"})
+
+
+class _Facts:
+    __slots__ = ("version", "last_client_ns", "close", "close_ok", "heartbeat", "tcp_stream")
+
+    def __init__(self, tcp_stream=None) -> None:
+        self.tcp_stream = tcp_stream  # Wireshark's tcp.stream in the file of its first record
+        self.version = None  # from the client's protocol header
+        self.last_client_ns = None  # the client's last frame
+        self.close = None  # the first connection.close record
+        self.close_ok = False
+        self.heartbeat = None  # seconds, from connection.tune-ok
+
+
+class ConnectionEnds:
+    """Watches every record (`observe`) and turns the decoder's end records into `connection-end`
+    records (`end`). State is kept per open connection only."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, _Facts] = {}
+
+    def version(self, connection: str | None) -> str | None:
+        facts = self.facts.get(connection)
+        return facts.version if facts is not None else None
+
+    def observe(self, record: dict) -> None:
+        connection = record["connection"]
+        if connection is None:
+            return
+        facts = self.facts.get(connection)
+        if facts is None:
+            facts = self.facts[connection] = _Facts(record.get("tcp_stream"))
+        kind = record["kind"]
+        if record["dir"] == "C>S" and kind != "issue":
+            ts = record["ts_ns"]
+            if facts.last_client_ns is None or ts > facts.last_client_ns:
+                facts.last_client_ns = ts
+            if kind == "protocol-header" and facts.version is None:
+                facts.version = record["version"]
+        if kind == "method":
+            method = record["method"]
+            if method[:11] == "connection.":
+                if method == "connection.close":
+                    if facts.close is None or record["ts_ns"] < facts.close["ts_ns"]:
+                        facts.close = record
+                elif method == "connection.close-ok":
+                    facts.close_ok = True
+                elif method == "connection.tune-ok" and facts.heartbeat is None:
+                    facts.heartbeat = record["args"].get("heartbeat")
+
+    def end(self, record: dict, now_ns: int | None) -> dict | None:
+        """The `connection-end` record for the decoder's CONNECTION_END `record` (None for
+        connections that carried no AMQP: not-amqp, no payload). `now_ns`: the time of the packet
+        the decoder was at when it ended the connection."""
+        summary = record["summary"]
+        facts = self.facts.pop(record["connection"], None) or _Facts()
+        status = summary["status"]
+        if status not in ("amqp", "tls"):
+            return None
+        tcp_end, last = summary["end_reason"], summary["last_ts_ns"]
+        # fin/rst: the connection's last packet; port-reuse: the SYN that reused it; capture-end:
+        # the last packet read (the decoder is there when it ends connections still open)
+        ts = last if tcp_end in ("fin", "rst") or now_ns is None else max(now_ns, last)
+        reason = tcp_end
+        heartbeat = facts.heartbeat
+        if facts.close_ok:
+            reason = "close"
+        elif heartbeat and facts.last_client_ns is not None and last - facts.last_client_ns >= 2 * heartbeat * 10**9:
+            reason = "heartbeat-timeout"
+        close = facts.close
+        if close is not None:
+            args = close["args"]
+            close = {"dir": close["dir"], "reply_code": args.get("reply_code"), "reply_text": args.get("reply_text"),
+                     "class_id": args.get("class_id"), "method_id": args.get("method_id")}
+        directions = summary["directions"]
+        return {"ts": ts / 1e9, "ts_ns": ts, "ts_last_ns": ts, "capture": summary["capture"],
+                "pcap_record": None, "pcap_record_last": None, "tcp_stream": facts.tcp_stream,
+                "connection": summary["connection"], "client": summary["client"], "server": summary["server"],
+                "dir": None, "channel": None, "kind": END, "offset": None, "size": 0,
+                "end_reason": reason, "tcp_end": tcp_end, "status": status, "version": summary["version"] or facts.version,
+                "first_ts_ns": summary["first_ts_ns"], "last_ts_ns": last,
+                "duration_s": (last - summary["first_ts_ns"]) / 1e9, "heartbeat": heartbeat,
+                "last_client_frame_ns": facts.last_client_ns, "close": close,
+                "syn_seen": summary["syn_seen"], "client_decided_by": summary["client_decided_by"],
+                "directions": {label: dict(directions[label]) for label in sorted(directions)}}
+
+
+def is_decoder_end(record: dict) -> bool:
+    return record["kind"] == CONNECTION_END

@@ -1,0 +1,186 @@
+"""Records in time order across connections: a bounded reorder buffer released by a watermark.
+
+The decoder reads packets in time order but emits a record only when it is complete, so records
+come out per connection in decoding order and may step back in time: a content method waits for
+its last body frame, a frame for its last segment, bytes behind a hole for the hole to fill (or be
+declared lost), records of a connection whose client side is not known yet for it to be decided,
+and a closed connection's last records and its end for the close grace period. No fixed lag
+bounds that wait, so the watermark is not a guess: it is the earliest time any record still to
+come can carry, read from the decoder's state (`low_watermark`), and every buffered record at or
+before it is released. Ties keep decoding order, so a connection's end follows its records.
+
+Memory is bounded: past `cap` records the oldest is released whatever the watermark says, and a
+record that then arrives older than one already written is written at once and counted in
+`late` (the summary reports it). The known late records: a TLS connection's `tls-not-decoded`
+issue (timed at its first packet, known only at its end), and the end of a connection whose 4-tuple
+was reused after it went silent without closing.
+"""
+
+from __future__ import annotations
+
+import bisect
+from operator import itemgetter
+from typing import Callable
+
+from amqp_decode.stream import READER_STATES
+
+# decoder reader states that hold bytes already skipped or a body frame in progress
+RESYNC, BODY, SKIP = READER_STATES["resync"], READER_STATES["body"], READER_STATES["skip"]
+DEFAULT_CAP = 200_000
+
+
+_ts = itemgetter(0)
+
+
+def _same(record: dict) -> dict:
+    return record
+
+
+def low_watermark(decoder) -> int | None:
+    """The earliest ts_ns a record still to come from `decoder` can carry (None: nothing read yet).
+    Future packets are no earlier than the current one; what the decoder holds is each open
+    connection's out-of-order segments, partial frames, skipped bytes, messages awaiting their
+    content, records awaiting the client's side, and for a closed connection its end."""
+    now = decoder.now_ns
+    segments = decoder.segments
+    if now is None or segments is None:
+        return None
+    low = now
+    seen = set()
+    for tcp in segments.tracker.connections.values():
+        if id(tcp) in seen:
+            continue
+        seen.add(id(tcp))
+        sink = tcp.sink
+        status = sink.status
+        if status == "not-amqp":
+            continue
+        if tcp.closed_at is not None and tcp.last_ts_ns < low:
+            low = tcp.last_ts_ns  # its end (and what flushing it gives) is timed by its last packet
+        if status == "tls":
+            continue  # its one issue is timed at its first packet (see the module doc)
+        for half in tcp.halves:
+            for pending in half.pending:  # (offset, order, data, ts_ns, capture)
+                if pending[3] < low:
+                    low = pending[3]
+        if status == "undecided":
+            for gap in sink.early_gaps:  # (direction, offset, size, ts_ns)
+                if gap[3] < low:
+                    low = gap[3]
+            continue
+        for reader in sink.readers:
+            low = _reader_low(reader, low)
+        for content in sink.contents.values():
+            ts = content.method["ts_ns"]
+            if ts < low:
+                low = ts
+        for _, record in sink.pending:
+            if record["ts_ns"] < low:
+                low = record["ts_ns"]
+    return low
+
+
+def _reader_low(reader, low: int) -> int:
+    state = reader.state
+    if reader.buf and reader.chunks:  # a partial frame: its first byte's time
+        first = reader.timestamps(reader.base, reader.base + 1)[0]
+        low = min(low, first)
+    if state == BODY and reader.body is not None:
+        low = min(low, reader.body["first_ts"])
+    elif (state == RESYNC or state == SKIP) and reader.skipped:
+        low = min(low, reader.skip_first[0])
+    return low
+
+
+class TimeOrder:
+    """Records in ts_ns order: `feed` each batch of the decoder, then `finish`. What is held is each
+    record's rendering (a line of text or JSON, far smaller than the record), not the record.
+
+    Records come nearly in order, so the held ones are one sorted list: a record no earlier than
+    the last held is appended, an earlier one inserted where it belongs (bisect), and what a
+    watermark releases is a prefix (`start` moves; the list is compacted now and then)."""
+
+    def __init__(self, decoder, cap: int = DEFAULT_CAP, every: int | None = None) -> None:
+        """`every`: take a watermark after that many records (default: adaptive, see feed)."""
+        self.decoder = decoder
+        self.every = every
+        self.cap = max(1, cap)
+        self.held: list[tuple[int, int, object]] = []  # sorted from `start` on; before it: written
+        self.start = 0
+        self.seq = 0
+        self.last = None  # ts_ns of the last record written
+        self.late = 0  # records written after a later one
+        self.forced = 0  # records released by the cap rather than the watermark
+        self.most = 0  # the most records held at once
+        self.next_check = every or 256  # self.seq at which to take the next watermark
+        self.checked_now = None  # the decoder's packet time at the last one
+
+    def feed(self, batch: list[dict], render: Callable[[dict], object] = _same) -> list:
+        """One of the decoder's batches (CaptureDecoder.batches, possibly filtered; between two
+        batches the decoder's state holds exactly the records still to come): the renderings
+        (`render(record)`; None is dropped) that can be written now, in order."""
+        held = self.held
+        append, insort = held.append, bisect.insort
+        seq = self.seq
+        top = held[-1][0] if len(held) > self.start else -1  # the latest time held
+        for record in batch:
+            rendered = render(record)
+            if rendered is None:
+                continue
+            ts = record["ts_ns"]
+            if ts is None:  # (damage at the very end of a file with no packet after it)
+                ts = top if top >= 0 else (self.last or 0)
+            seq += 1
+            if ts >= top:
+                append((ts, seq, rendered))
+                top = ts
+            else:
+                insort(held, (ts, seq, rendered), self.start)
+        self.seq = seq
+        count = len(held) - self.start
+        if count > self.most:
+            self.most = count
+        out: list = []
+        # A watermark costs a look at every open connection: take one when enough records have
+        # come to pay for it, or when packet time has moved on (interactive use).
+        now = self.decoder.now_ns
+        if self.checked_now is None:
+            self.checked_now = now
+        if count and (seq >= self.next_check or (now is not None and now - self.checked_now > 1_000_000_000)):
+            self.next_check, self.checked_now = seq + self._interval(), now
+            low = low_watermark(self.decoder)
+            if low is not None:
+                out = self._release(bisect.bisect_right(held, low, self.start, key=_ts))
+                count = len(held) - self.start
+        if count > self.cap:  # full: the oldest go, whatever the watermark says
+            self.forced += count - self.cap
+            out += self._release(self.start + count - self.cap)
+        return out
+
+    def finish(self) -> list:
+        return self._release(len(self.held))
+
+    def _interval(self) -> int:
+        if self.every is not None:
+            return self.every
+        # a watermark looks at each connection the tracker holds (two keys each, a few microseconds
+        # per connection): one look per 16 records or more keeps it a small part of the cost
+        segments = self.decoder.segments
+        keys = len(segments.tracker.connections) if segments is not None else 0
+        return max(256, 8 * keys)
+
+    def _release(self, end: int) -> list:
+        """The held renderings before index `end`, in order."""
+        held, start = self.held, self.start
+        if end <= start:
+            return []
+        last = self.last
+        if last is not None and held[start][0] < last:  # came after later ones were written
+            self.late += sum(1 for i in range(start, end) if held[i][0] < last)
+        self.last = held[end - 1][0] if last is None or held[end - 1][0] > last else last
+        out = [item[2] for item in held[start:end]]
+        if end > 4096 and end * 2 > len(held):
+            del held[:end]
+            end = 0
+        self.start = end
+        return out

@@ -1,0 +1,370 @@
+"""`amqpcap decode` as a focused tshark: filters, time order, connection ends, the readable view.
+
+Every filter is checked against an independent computation over the unfiltered --jsonl output of
+real captures (the samples and the public captures in ../shared/captures/public)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+
+import pytest
+
+from amqp_decode.decoder import CaptureDecoder
+from amqpcap.cli import main
+from amqpcap.commands.decode import _with_ends
+from amqpcap.decodeview.ends import ConnectionEnds
+from amqpcap.decodeview.order import TimeOrder
+from amqpcap.decodeview.readable import Readable, value_text
+from amqpcap.decodeview.where import WhereError, compile_where
+from tests.capture.captures import ALL_SAMPLES, sample_id
+from tests.capture.conftest import SAMPLES
+from tests.conftest import SHARED
+
+PUBLIC = sorted((SHARED / "captures" / "public").glob("*.pcap"))
+CAPTURES = ALL_SAMPLES + PUBLIC
+IDS = [sample_id(p) if p.is_relative_to(SAMPLES) else p.name for p in CAPTURES]
+
+
+def run(capfdbinary, *argv):
+    code = main(["decode", *map(str, argv)])
+    out, err = capfdbinary.readouterr()
+    return code, out.decode(), err.decode()
+
+
+def jsonl(capfdbinary, *argv) -> list[dict]:
+    code, out, err = run(capfdbinary, "--jsonl", "--quiet", *argv)
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def canonical(records) -> Counter:
+    return Counter(json.dumps(r, sort_keys=True) for r in records)
+
+
+# -- time order -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=IDS)
+def test_time_order_is_the_same_records_sorted(capfdbinary, capture):
+    ordered = jsonl(capfdbinary, capture)
+    unordered = jsonl(capfdbinary, "--no-sort", capture)
+    times = [r["ts_ns"] for r in ordered]
+    assert times == sorted(times)
+    assert canonical(ordered) == canonical(unordered)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=IDS)
+def test_the_watermark_never_releases_a_record_too_early(capture):
+    """A watermark after every batch (the CLI takes one every few hundred records): nothing comes
+    later than what was released, so nothing is late, on every capture."""
+    decoder = CaptureDecoder()
+    order = TimeOrder(decoder, cap=10**9, every=1)
+    ends = ConnectionEnds()
+    times, released_early = [], 0
+    for batch in decoder.batches([str(capture)], ends=True):
+        released = order.feed(_with_ends(batch, ends, decoder), lambda r: r["ts_ns"])
+        released_early += len(released)
+        times += released
+    times += order.finish()
+    assert order.late == 0 and times == sorted(times)
+    if capture.name in ("concurrent.pcap", "rabbitmq_c.pcap", "long_connection.pcap.gz"):
+        assert released_early > 0  # the watermark did release records before the end
+
+
+def test_a_full_buffer_writes_the_oldest_and_counts_what_comes_late(capfdbinary):
+    capture = SAMPLES / "concurrent.pcap"
+    code, out, err = run(capfdbinary, "--jsonl", "--sort-buffer", "3", capture)
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and canonical(records) == canonical(jsonl(capfdbinary, capture))
+    times = [r["ts_ns"] for r in records]
+    late = sum(1 for i, t in enumerate(times) if t < max(times[:i], default=t))
+    assert late > 0 and f"{late} records written out of time order" in err
+
+
+# -- connection ends --------------------------------------------------------------------------------
+
+def test_every_amqp_connection_ends_once_after_its_records(capfdbinary):
+    from tests.analytics.tabulated import tabulate
+    for capture in CAPTURES:
+        records = jsonl(capfdbinary, capture)
+        ends = [r for r in records if r["kind"] == "connection-end"]
+        connections = {r["connection"] for r in records if r["connection"] is not None}
+        assert sorted(e["connection"] for e in ends) == sorted(connections), capture
+        position = {e["connection"]: i for i, e in enumerate(records) if e["kind"] == "connection-end"}
+        assert all(i < position[r["connection"]] for i, r in enumerate(records)
+                   if r["connection"] is not None and r["kind"] != "connection-end"), capture
+        # the same reason as the lake's connections table, which computes it from the rows (it
+        # also has the connections that carried nothing, e.g. a refused SYN: no end record there)
+        table = {row["connection"]: row["end_reason"] for row in tabulate([str(capture)])["connections"]
+                 if row["connection"] in connections}
+        assert {e["connection"]: e["end_reason"] for e in ends if e["status"] == "amqp"} == table, capture
+        for end in ends:
+            assert end["ts_ns"] == end["ts_last_ns"] >= end["first_ts_ns"]
+            assert set(end["directions"]) <= {"C>S", "S>C", "?"}
+
+
+def test_end_record_contents(capfdbinary):
+    ends = {r["end_reason"]: r for r in jsonl(capfdbinary, SAMPLES / "connection_errors.pcap")
+            if r["kind"] == "connection-end" and r["close"] and r["close"]["reply_code"] == 320}
+    forced = ends["close"]
+    assert forced["close"]["dir"] == "S>C" and forced["tcp_end"] in ("fin", "rst")
+    assert forced["directions"]["C>S"]["frames"] > 0 and forced["duration_s"] > 0
+    killed = [r for r in jsonl(capfdbinary, SAMPLES / "abrupt_kill.pcap") if r["kind"] == "connection-end"]
+    assert [(k["end_reason"], k["close"]) for k in killed] == [("rst", None)]
+    _, out, _ = run(capfdbinary, "--quiet", SAMPLES / "abrupt_kill.pcap")
+    assert out.splitlines()[-1].endswith("connection end: rst after 0.312 s; C>S 16 frames 702 bytes; "
+                                         "S>C 8 frames 676 bytes")
+
+
+# -- filters ----------------------------------------------------------------------------------------
+
+def decode_jsonl(*argv) -> list[dict]:
+    """`amqpcap decode --jsonl --quiet ARGV` in this process (for module-scoped fixtures)."""
+    import contextlib
+    import io
+    import sys
+
+    class Stdout:
+        buffer = io.BytesIO()
+    saved = sys.stdout
+    sys.stdout = Stdout()
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            assert main(["decode", "--jsonl", "--quiet", *map(str, argv)]) == 0
+    finally:
+        sys.stdout = saved
+    return [json.loads(line) for line in Stdout.buffer.getvalue().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def everything():
+    """Unfiltered records of all samples and public captures (each decoded on its own)."""
+    return {capture: decode_jsonl(capture) for capture in CAPTURES}
+
+
+def content_frames(records: list[dict]) -> dict[int, int]:
+    """Index of each content header/body -> index of its method, found from stream offsets alone:
+    per connection, direction and channel, a header or body belongs to the content method before
+    it unless the decoder reported it as unexpected (an issue at its offset)."""
+    unexpected = {(r["connection"], r["dir"], r["offset"]) for r in records
+                  if r["kind"] == "issue" and r["issue_kind"] in ("unexpected-header", "unexpected-body")}
+    lanes = defaultdict(list)
+    for i, r in enumerate(records):
+        if r["kind"] in ("method", "header", "body"):
+            lanes[(r["connection"], r["dir"], r["channel"])].append(i)
+    owner = {}
+    for indices in lanes.values():
+        current = None
+        for i in sorted(indices, key=lambda i: records[i]["offset"]):
+            r = records[i]
+            if r["kind"] == "method":
+                current = i if "message" in r else None
+            elif current is not None and (r["connection"], r["dir"], r["offset"]) not in unexpected:
+                owner[i] = current
+            else:
+                current = None
+    return owner
+
+
+def expected(records, test):
+    """What a filter must give: the records the test selects, content frames with their method."""
+    owner = content_frames(records)
+    return [r for i, r in enumerate(records) if (test(records[owner[i]]) if i in owner else test(r))]
+
+
+def is_error(r):
+    if r["kind"] == "issue":
+        return True
+    if r["kind"] == "connection-end":
+        return r["end_reason"] not in ("close", "capture-end")
+    if r["kind"] != "method":
+        return False
+    if r["method"] in ("channel.close", "connection.close"):
+        return r["args"]["reply_code"] not in (0, 200)
+    return r["method"] == "basic.return" or (r["method"] == "basic.nack" and r["dir"] == "S>C")
+
+
+FILTERS = [
+    (["--channel", "1"], lambda r: r["channel"] == 1),
+    (["--channel", "0", "--channel", "2"], lambda r: r["channel"] in (0, 2)),
+    (["--method", "basic.*"], lambda r: r["kind"] == "method" and r["method"].startswith("basic.")),
+    (["--method", "queue.declare*", "--method", "*.close"],
+     lambda r: r["kind"] == "method" and (r["method"] in ("queue.declare", "queue.declare-ok")
+                                         or r["method"].endswith(".close"))),
+    (["--queue", "amqpcap.*"], lambda r: r["kind"] == "method" and r["args"].get("queue", "").startswith("amqpcap.")),
+    (["--exchange", ""], lambda r: r["kind"] == "method" and "" in (r["args"].get("exchange"),
+                                                                     r["args"].get("source"), r["args"].get("destination"))),
+    (["--exchange", "amqpcap.src"], lambda r: r["kind"] == "method" and "amqpcap.src" in (
+        r["args"].get("exchange"), r["args"].get("source"), r["args"].get("destination"))),
+    (["--exchange", "amq.t?pic"], lambda r: r["kind"] == "method" and r["args"].get("exchange") == "amq.topic"),
+    (["--errors"], is_error),
+    (["--where", 'args.reply_code >= 400 and method == "channel.close"'],
+     lambda r: r.get("method") == "channel.close" and r["args"]["reply_code"] >= 400),
+    (["--where", "message.body_size > 1000 or kind == 'heartbeat'"],
+     lambda r: r["kind"] == "heartbeat" or ((r.get("message") or {}).get("body_size") or 0) > 1000),
+    (["--where", 'message.properties.headers["x-death"] != null or message.properties.timestamp'],
+     lambda r: bool(r.get("message") and r["message"]["properties"]
+                    and ("x-death" in (r["message"]["properties"].get("headers") or {})
+                         or r["message"]["properties"].get("timestamp")))),
+    (["--where", 'not (dir == "C>S") and kind in ["method", "heartbeat"] and channel != 0'],
+     lambda r: r["dir"] != "C>S" and r["kind"] in ("method", "heartbeat") and r["channel"] != 0),
+    (["--where", 'method ~ "*.*-ok" and detail == null', "--channel", "1"],
+     lambda r: r["channel"] == 1 and r["kind"] == "method" and r["method"].endswith("-ok")),
+    (["--where", 'detail =~ "^[0-9]+ bytes not captured"'],
+     lambda r: r["kind"] == "issue" and r["detail"].split(" ")[0].isdigit() and " bytes not captured" in r["detail"]),
+]
+
+
+@pytest.mark.parametrize("argv, test", FILTERS, ids=[" ".join(f[0]) for f in FILTERS])
+def test_each_filter_selects_what_the_unfiltered_output_says(capfdbinary, everything, argv, test):
+    selected_somewhere = False
+    for capture, records in everything.items():
+        want = expected(records, test)
+        got = jsonl(capfdbinary, *argv, capture)
+        assert got == want, (capture, len(got), len(want))
+        selected_somewhere |= bool(got)
+    assert selected_somewhere
+
+
+def test_connection_filter_takes_the_printed_prefix(capfdbinary, everything):
+    records = everything[SAMPLES / "rabbitmq_c.pcap"]
+    ids = sorted({r["connection"] for r in records})
+    assert len(ids) > 3
+    for connection in ids:
+        got = jsonl(capfdbinary, "--connection", connection[:8], SAMPLES / "rabbitmq_c.pcap")
+        assert got == [r for r in records if r["connection"] == connection]
+    _, out, _ = run(capfdbinary, "--quiet", "--connection", ids[0][:6], SAMPLES / "rabbitmq_c.pcap")
+    assert out and all(f" {ids[0][:8]} " in line for line in out.splitlines())
+
+
+def test_errors_in_the_readable_view(capfdbinary):
+    _, out, _ = run(capfdbinary, "--quiet", "--errors", SAMPLES / "returns_nack_reject.pcap")
+    lines = out.splitlines()
+    assert len(lines) == 1 and "basic.return reply_code=312 NO_ROUTE" in lines[0] and "| 11 bytes" in lines[0]
+
+
+def test_bad_expressions_and_option_clashes_are_usage_errors(capfdbinary):
+    capture = SAMPLES / "heartbeats.pcap"
+    for argv, message in [
+        (["--where", "args.reply_code >="], "--where: expected a field name or a value at column 19, found the end"),
+        (["--where", "method == 'a' junk"], "--where: unexpected 'junk' at column 15"),
+        (["--where", "method ~ args"], "takes a string literal"),
+        (["--where", "detail =~ '('"], "bad regular expression"),
+        (["--where", "a = 1"], "unexpected '=' at column 3"),
+        (["--stats", "--errors"], "--errors: --stats summarises every connection"),
+        (["--json"], "--json goes with --stats"),
+        (["--jsonl", "--width", "20"], "--width: only for the readable view"),
+        (["--jsonl", "--frames"], "--frames: only for the readable view"),
+    ]:
+        code, out, err = run(capfdbinary, *argv, capture)
+        assert code == 2 and not out and message in err and err.count("\n") == 1, (argv, err)
+
+
+def test_where_grammar():
+    record = {"kind": "method", "method": "channel.close", "channel": 3, "dir": "S>C",
+              "args": {"reply_code": 404, "reply_text": "NOT_FOUND - no queue 'q'", "flag": True,
+                       "table": {"x-death": [{"count": 2}]}}}
+    for text, want in [
+        ("args.reply_code == 404", True), ("args.reply_code == 404.0", True), ("args.flag == 1", False),
+        ("args.flag", True), ("not args.missing", True), ("args.missing == null", True),
+        ("args.reply_code > 'a'", False), ("args.reply_text ~ 'NOT_FOUND*'", True),
+        ("args.reply_text =~ 'queue .q.$'", True), ('"no queue" in args.reply_text', True),
+        ("channel in [1, 2, 3]", True), ("channel not in [1, 2, 3]", False),
+        ('"x-death" in args.table', True), ('args.table["x-death"][0].count >= 2', True),
+        ("args.table.x-death[5].count", False), ("(channel == 3 or channel == 4) and dir == 'S>C'", True),
+        ("channel == 4 or channel == 3 and dir == 'C>S'", False), ("args.reply_text == 'a\\'b'", False),
+    ]:
+        assert compile_where(text)(record) is want, text
+    for bad in ["", "(", "a ==", "a b", "[1, 2", "a.1", "x in", "a ~ 'x' ~ 'y'", "'unterminated"]:
+        with pytest.raises(WhereError):
+            compile_where(bad)
+
+
+# -- the readable view --------------------------------------------------------------------------------
+
+def test_one_line_per_message_and_every_frame_with_frames(capfdbinary, everything):
+    capture = SAMPLES / "rich_properties.pcap"
+    records = everything[capture]
+    owned = len(content_frames(records))
+    _, out, _ = run(capfdbinary, "--quiet", capture)
+    assert len(out.splitlines()) == len(records) - owned
+    _, frames, _ = run(capfdbinary, "--quiet", "--frames", capture)
+    assert len(frames.splitlines()) == len(records)
+    publish = next(line for line in out.splitlines() if "basic.publish" in line and "| 21 bytes" in line)
+    assert ("basic.publish exchange=\"\" routing_key=amqpcap.rich mandatory=false immediate=false | 21 bytes, "
+            "content_type=application/json, content_encoding=identity, headers={S_longstr=\"héllo wörld\", "
+            "T_timestamp=2023-11-14T22:13:20Z, b_int8=-128,") in publish
+    assert "timestamp=2023-11-14T22:13:20Z, type=rich.test" in publish and ", sha256=9de240cb58f9" in publish
+    assert any(line.endswith("header basic body_size=0") for line in frames.splitlines())
+    assert any(line.endswith("body 21 bytes") for line in frames.splitlines())
+
+
+def test_names_instead_of_ids(capfdbinary):
+    _, out, _ = run(capfdbinary, "--quiet", "--method", "channel.close", SAMPLES / "channel_errors.pcap")
+    assert ("<- 127.0.0.1:5672 ch1 channel.close reply_code=404 NOT_FOUND reply_text=\"NOT_FOUND - no queue "
+            "'amqpcap.missing' in vhost 'amqpcap'\" failing_method=queue.declare") in out
+    assert "failing_method=basic.publish" in out and "class_id" not in out and "method_id" not in out
+    _, out, _ = run(capfdbinary, "--quiet", "--where", "args.reply_code == 530", SAMPLES / "connection_errors.pcap")
+    assert "connection.close reply_code=530 NOT_ALLOWED" in out and "failing_method=connection.open" in out
+
+
+def test_width_and_full(capfdbinary):
+    capture = SAMPLES / "rich_properties.pcap"
+    _, default, _ = run(capfdbinary, "--quiet", "--method", "connection.start", capture)
+    properties = default.split(" server_properties=")[1].split(" mechanisms=")[0]
+    assert len(properties) == 80 and properties.endswith("...")
+    _, narrow, _ = run(capfdbinary, "--quiet", "--width", "12", "--method", "connection.start", capture)
+    assert " server_properties={capabili... mechanisms=\"AMQPLAIN... locales=en_US" in narrow
+    _, full, _ = run(capfdbinary, "--quiet", "--full", "--method", "connection.start", capture)
+    properties = full.split(" server_properties=")[1].split(" mechanisms=")[0]
+    assert len(properties) > 200 and "..." not in properties and properties.endswith("}")
+    assert "cluster_name=" in properties
+
+
+def test_value_text():
+    from decimal import Decimal
+
+    from amqp_decode.fieldtable import Timestamp
+    assert value_text({"a b": ["x", 1, None, True, Decimal("-1.50"), b"\x00\xff", 1.5, {}], "k": ""}) == \
+        '{"a b"=[x, 1, null, true, -1.50, 0x00ff, 1.5, {}], k=""}'
+    assert value_text('say "hi"\n') == '"say \\"hi\\"\\n"' and value_text("a=b") == '"a=b"'
+    assert value_text(Timestamp(0)) == "1970-01-01T00:00:00Z" and value_text(0) == "0"
+
+
+def test_pcap_record_numbers_shown_when_the_decoder_gives_them():
+    base = {"ts_ns": 1_700_000_000_123_456_789, "connection": "0123456789abcdef", "client": "a:1", "server": "b:2",
+            "dir": "C>S", "channel": 0, "kind": "heartbeat"}
+    view = Readable()
+    assert view.line(base) == "2023-11-14 22:13:20.123456 01234567 a:1 -> b:2 ch0 heartbeat\n"
+    assert view.line({**base, "pcap_record": 12, "pcap_record_last": 12}).startswith("2023-11-14 22:13:20.123456 #12 0123")
+    assert " #12-15 " in view.line({**base, "pcap_record": 12, "pcap_record_last": 15})
+
+
+def test_timestamps_in_json_are_the_wires_seconds(capfdbinary):
+    records = jsonl(capfdbinary, "--method", "basic.publish", SAMPLES / "rich_properties.pcap")
+    properties = records[0]["message"]["properties"]
+    assert properties["timestamp"] == 1700000000 and properties["headers"]["T_timestamp"] == 1700000000
+
+
+def test_filters_keep_time_order_and_ends_in_the_readable_view(capfdbinary):
+    _, out, _ = run(capfdbinary, "--quiet", "--errors", SAMPLES)
+    lines = out.splitlines()
+    assert lines == sorted(lines, key=lambda line: line[:26])
+    assert any("connection end: rst" in line for line in lines)
+    assert not any("connection end: close" in line for line in lines)
+
+
+def test_stats_still_work(capfdbinary):
+    code, out, _ = run(capfdbinary, "--stats", "--json", "--quiet", SAMPLES / "channel_errors.pcap")
+    assert code == 0 and json.loads(out)
+
+
+def test_readable_lines_carry_the_wireshark_frame_number(capfdbinary, everything):
+    capture = SAMPLES / "channel_errors.pcap"
+    closes = [r for r in everything[capture] if r.get("method") == "channel.close"]
+    _, out, _ = run(capfdbinary, "--quiet", "--method", "channel.close", capture)
+    numbers = [line.split(" ")[2] for line in out.splitlines()]
+    assert numbers == [f"#{r['pcap_record']}" if r["pcap_record"] == r["pcap_record_last"]
+                       else f"#{r['pcap_record']}-{r['pcap_record_last']}" for r in closes]
+    ends = [r for r in everything[capture] if r["kind"] == "connection-end"]
+    assert ends and all(isinstance(r["tcp_stream"], int) and r["pcap_record"] is None for r in ends)
