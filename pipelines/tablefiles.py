@@ -13,6 +13,7 @@ import json
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -93,7 +94,8 @@ class TableFiles:
             writer, _, captures = self.writers[key]
             writer.write_batch(batch)
             key_column = table.replace_key
-            captures.update(row[key_column] for row in part if row.get(key_column) is not None)
+            if key_column in batch.schema.names:  # the distinct keys, in C++ rather than a loop over rows
+                captures.update(v for v in pc.unique(batch.column(key_column)).to_pylist() if v is not None)
 
 
 FILES_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("size", pa.int64()),
