@@ -123,7 +123,9 @@ class CarryingDecoder:
 
 def _issue(amqp, segment, state: SavedState, why: str, capture: str | None) -> dict:
     ts = segment.ts_ns
-    return {"ts": ts / 1e9, "ts_ns": ts, "ts_last_ns": ts, "capture": capture, "connection": amqp.id,
+    return {"ts": ts / 1e9, "ts_ns": ts, "ts_last_ns": ts, "capture": capture, "pcap_record": segment.record or None,
+            "pcap_record_last": segment.record or None, "tcp_stream": segment.stream if segment.stream >= 0 else None,
+            "connection": amqp.id,
             "client": None, "server": None, "dir": None, "channel": None, "kind": "issue", "offset": None,
             "size": 0, "issue_kind": NOT_RESUMED,
             "detail": f"connection {state.connection} saved by {state.source} was not resumed: {why}; this "

@@ -12,6 +12,8 @@ cdef class Segment:
     cdef public long long ack
     cdef public int flags
     cdef public bytes payload
+    cdef public long long record
+    cdef public long long stream
 
 
 cdef class PacketParser:

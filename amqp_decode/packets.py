@@ -31,7 +31,7 @@ TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
 class Segment:
     """One TCP segment: what reassembly needs of a packet."""
 
-    __slots__ = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload")
+    __slots__ = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream")
 
     def __init__(self, ts_ns: int, src: bytes, sport: int, dst: bytes, dport: int, seq: int, ack: int, flags: int,
                  payload: bytes) -> None:
@@ -44,6 +44,10 @@ class Segment:
         self.ack = ack
         self.flags = flags
         self.payload = payload
+        # Where Wireshark shows it, set by whoever numbers the file's packets: the pcap record number
+        # (frame.number, from 1; 0 unknown) and the file's TCP stream index (tcp.stream; -1 unknown).
+        self.record = 0
+        self.stream = -1
 
     def __repr__(self) -> str:
         return (f"Segment({self.ts_ns}, {format_endpoint(self.src, self.sport)} > "

@@ -27,7 +27,7 @@ from amqp_decode.packets import Segment, format_endpoint
 from amqp_decode.stream import READER_STATES, AmqpConnection, FrameReader, _Content, _frame_start_pattern
 from amqp_decode.tcp import NONE, SEQ_MOD, TCP_SYN, HalfStream
 
-FORMAT = 1  # of the blob; a blob of another format is not resumed
+FORMAT = 2  # of the blob; a blob of another format is not resumed (2: pcap records and TCP stream indices)
 FRAMES, SKIP = READER_STATES["frames"], READER_STATES["skip"]
 
 
@@ -61,6 +61,7 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
         "tcp": {"a": tcp.a, "b": tcp.b, "first_ts_ns": tcp.first_ts_ns, "last_ts_ns": tcp.last_ts_ns,
                 "syn_from": tcp.syn_from, "fins": list(tcp.fins), "rst": tcp.rst,
                 "first_capture": name(tcp.first_capture),
+                "streams": {name(c): n for c, n in tcp.streams.items()},
                 "halves": [_half(h, name) for h in tcp.halves]},
         "amqp": {"id": connection.id, "version": connection.version, "client": connection.client,
                  "client_reason": connection.client_reason, "status": connection.status,
@@ -78,7 +79,7 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
 
 def _half(half: HalfStream, name) -> dict:
     return {"base": half.base, "next": half.next, "fin": half.fin, "syn": half.syn, "order": half.order,
-            "pending": [(o, order, d, ts, name(c)) for o, order, d, ts, c in half.pending],
+            "pending": [(o, order, d, ts, name(c), r) for o, order, d, ts, c, r in half.pending],
             # not the delivered bytes kept to compare retransmissions with: a retransmission
             # across the runs' boundary is counted, not compared (they would hold any payload)
             "pending_bytes": half.pending_bytes, "recent": [], "recent_bytes": 0,
@@ -89,9 +90,10 @@ def _half(half: HalfStream, name) -> dict:
 def _reader(reader: FrameReader, name) -> dict:
     body = dict(reader.body, capture=name(reader.body["capture"])) if reader.body is not None else None
     saved = {"buf": bytes(reader.buf), "base": reader.base, "end": reader.end,
-             "chunks": [(end, ts, name(c)) for end, ts, c in reader.chunks], "state": reader.state,
+             "chunks": [(end, ts, name(c), r) for end, ts, c, r in reader.chunks], "state": reader.state,
              "mid_stream": reader.mid_stream, "skipped": reader.skipped,
-             "skip_first": (reader.skip_first[0], name(reader.skip_first[1])), "skip_remaining": reader.skip_remaining,
+             "skip_first": (reader.skip_first[0], name(reader.skip_first[1]), reader.skip_first[2]),
+             "skip_remaining": reader.skip_remaining,
              "skip_detail": reader.skip_detail, "resync_waiting": reader.resync_waiting,
              "resync_scanned": reader.resync_scanned, "body": body, "frames": reader.frames,
              "decoded_bytes": reader.decoded_bytes, "skipped_bytes": reader.skipped_bytes}
@@ -100,7 +102,7 @@ def _reader(reader: FrameReader, name) -> dict:
         size = reader._known_frame_size()
         first = reader._first_byte(reader.base)
         saved.update(buf=b"", base=reader.base + len(reader.buf), state=SKIP, skipped=len(reader.buf),
-                     skip_first=(first[0], name(first[1])), skip_remaining=size - len(reader.buf),
+                     skip_first=(first[0], name(first[1]), first[2]), skip_remaining=size - len(reader.buf),
                      skip_detail=f"a {size}-byte connection frame that may carry credentials was cut by the end "
                                  "of the previous run; its bytes were not saved: the frame is lost, framing kept")
     return saved
@@ -172,12 +174,13 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
     tcp.first_ts_ns, tcp.last_ts_ns = saved["first_ts_ns"], saved["last_ts_ns"]
     tcp.syn_from, tcp.fins, tcp.rst = saved["syn_from"], list(saved["fins"]), saved["rst"]
     tcp.first_capture = index(saved["first_capture"])
+    tcp.streams = {index(name): n for name, n in saved["streams"].items()}
     flipped = tuple(saved["a"]) != tcp.a  # the new run saw the other side first
     halves = saved["halves"][::-1] if flipped else saved["halves"]
     for half, state in zip(tcp.halves, halves):
         half.base, half.next, half.fin, half.syn, half.order = (state["base"], state["next"], state["fin"],
                                                                 state["syn"], state["order"])
-        half.pending = [(o, order, d, ts, index(c)) for o, order, d, ts, c in state["pending"]]
+        half.pending = [(o, order, d, ts, index(c), r) for o, order, d, ts, c, r in state["pending"]]
         half.pending_bytes = state["pending_bytes"]
         half.recent = collections.deque(tuple(r) for r in state["recent"])
         half.recent_bytes = state["recent_bytes"]
@@ -211,10 +214,10 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
     for reader, state in zip(connection.readers, readers):
         reader.buf = bytearray(state["buf"])
         reader.base, reader.end = state["base"], state["end"]
-        reader.chunks = collections.deque((end, ts, index(c)) for end, ts, c in state["chunks"])
+        reader.chunks = collections.deque((end, ts, index(c), r) for end, ts, c, r in state["chunks"])
         reader.state, reader.mid_stream = state["state"], state["mid_stream"]
         reader.skipped = state["skipped"]
-        reader.skip_first = (state["skip_first"][0], index(state["skip_first"][1]))
+        reader.skip_first = (state["skip_first"][0], index(state["skip_first"][1]), state["skip_first"][2])
         reader.skip_remaining, reader.skip_detail = state["skip_remaining"], state["skip_detail"]
         reader.resync_waiting, reader.resync_scanned = list(state["resync_waiting"]), state["resync_scanned"]
         reader.body = dict(state["body"], capture=index(state["body"]["capture"])) if state["body"] else None
@@ -248,7 +251,8 @@ class _Unpickler(pickle.Unpickler):
     ALLOWED = {("collections", "deque"), ("datetime", "date"), ("datetime", "datetime"),
                ("datetime", "timezone"), ("datetime", "timedelta"), ("decimal", "Decimal"),
                ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "bytearray"),
-               ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("builtins", "object")}
+               ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("builtins", "object"),
+               ("amqp_decode.fieldtable", "Timestamp")}
 
     def find_class(self, module: str, name: str):
         if (module, name) in self.ALLOWED or module.startswith("amqp_decode.analytics."):

@@ -33,7 +33,7 @@ cdef class FrameReader:
     cdef public long long skipped_bytes
 
     @cython.locals(used=cython.longlong)
-    cpdef data(self, long long offset, bytes data, long long ts_ns, int capture)
+    cpdef data(self, long long offset, bytes data, long long ts_ns, int capture, long long record)
     @cython.locals(buffered=cython.longlong, lost_from=cython.longlong)
     cpdef gap(self, long long offset, long long size, long long ts_ns)
     @cython.locals(left=cython.longlong, done=cython.longlong)
@@ -56,7 +56,7 @@ cdef class FrameReader:
     cpdef _issue(self, str kind, str detail, long long skipped, long long start, long long end, object channel,
                  tuple first=*)
     cpdef tuple _first_byte(self, long long offset)
-    @cython.locals(chunk_end=cython.longlong, ts_ns=cython.longlong, capture=cython.int)
+    @cython.locals(chunk_end=cython.longlong, ts_ns=cython.longlong, capture=cython.int, record=cython.longlong)
     cpdef tuple timestamps(self, long long start, long long end)
 
 
@@ -103,7 +103,8 @@ cdef class AmqpConnection(StreamSink):
     cpdef _close_content(self, tuple key, bint complete, str why=*)
     cpdef issue(self, FrameReader reader, str kind, str detail, long long skipped, long long start, long long end,
                 object channel, object ts=*)
-    @cython.locals(first=cython.longlong, last=cython.longlong, capture=cython.int, record=dict)
+    @cython.locals(first=cython.longlong, last=cython.longlong, capture=cython.int, record=dict,
+                   first_record=cython.longlong, last_record=cython.longlong)
     cpdef dict _record(self, FrameReader reader, str kind, long long start, long long end, object channel,
                        dict fields, bint hold=*, object ts=*)
     cpdef _release(self, int direction, dict record)

@@ -55,11 +55,12 @@ class FrameReader:
         self.buf = bytearray()
         self.base = 0  # stream offset of buf[0]
         self.end = 0  # stream offset after the last byte received
-        self.chunks: deque[tuple[int, int, int]] = deque()  # (end offset, ts_ns, capture) per delivery
+        # per delivery: (end offset, ts_ns, capture, pcap record number): when and where each byte came
+        self.chunks: deque[tuple[int, int, int, int]] = deque()
         self.state = START
         self.mid_stream = False
         self.skipped = 0  # bytes skipped in the current resynchronisation or skip
-        self.skip_first = (0, -1)  # (ts_ns, capture) of its first byte, whose chunk may be forgotten
+        self.skip_first = (0, -1, 0)  # (ts_ns, capture, record) of its first byte, whose chunk may be forgotten
         self.skip_remaining = 0
         self.skip_detail = ""
         self.resync_waiting: list[int] = []  # stream offsets of candidates not yet decidable
@@ -71,7 +72,7 @@ class FrameReader:
 
     # -- input --------------------------------------------------------------------------------
 
-    def data(self, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+    def data(self, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
         if offset != self.end:  # the TCP layer delivers in order; never crash if it did not
             if offset > self.end:
                 self.gap(self.end, offset - self.end, ts_ns)
@@ -83,7 +84,7 @@ class FrameReader:
         if self.end == 0 and self.state == START and offset == 0:
             self.mid_stream = not self.connection.syn_seen(self.direction)
         self.end += len(data)
-        self.chunks.append((self.end, ts_ns, capture))
+        self.chunks.append((self.end, ts_ns, capture, record))
         if self.buf:
             self.buf += data
             self._process(final=False)
@@ -99,7 +100,7 @@ class FrameReader:
         self._forget_chunks()
 
     def gap(self, offset: int, size: int, ts_ns: int) -> None:
-        self.chunks.append((offset + size, ts_ns, -1))
+        self.chunks.append((offset + size, ts_ns, -1, 0))
         if self.state == BODY and size < self.body["remaining"]:
             self.body["remaining"] -= size
             self.body["intact"] = False
@@ -324,9 +325,9 @@ class FrameReader:
         if self.connection.codec.frame_types.get(frame_type) != "body" or size < STREAM_BODY_MIN:
             return False
         start = self.base + pos
-        first_ts, _, capture = self.timestamps(start, start + 1)  # its chunk is forgotten meanwhile
+        first_ts, _, capture, record, _ = self.timestamps(start, start + 1)  # its chunk is forgotten meanwhile
         self.body = {"start": start, "channel": channel, "size": size, "remaining": size + 1,
-                     "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture}
+                     "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture, "record": record}
         self.state = BODY
         self._feed_body(buf, pos + FRAME_HEADER_SIZE)
         return True
@@ -349,7 +350,7 @@ class FrameReader:
             frame_end = self.connection.codec.frame_end
             if end_octet != frame_end:
                 self._issue("framing", f"bad-frame-end: octet after a {body['size']}-byte body payload "
-                            f"is {end_octet:#04x}, not {frame_end:#04x}", body["size"] + 8,
+                            f"is {end_octet:#04x}, not {frame_end:#04x}", body["size"] + 8 - body["lost"],
                             body["start"], self.base + pos, body["channel"])
                 self.state = RESYNC
             else:
@@ -364,34 +365,38 @@ class FrameReader:
                     error.channel)
 
     def _issue(self, kind: str, detail: str, skipped: int, start: int, end: int, channel,
-               first: tuple[int, int] | None = None) -> None:
-        """`first`: (ts_ns, capture) of the first byte, for ranges whose start has been forgotten."""
+               first: tuple[int, int, int] | None = None) -> None:
+        """`first`: (ts_ns, capture, record) of the first byte, for ranges whose start has been forgotten."""
         self.skipped_bytes += skipped
         end = max(start, end)
         ts = None
         if first is not None:
-            ts = (first[0], self.timestamps(end - 1, end)[1] if end > start else first[0], first[1])
+            last = self.timestamps(end - 1, end) if end > start else (first[0], first[0], first[1], first[2], first[2])
+            ts = (first[0], last[1], first[1], first[2], last[4] if last[2] == first[1] else 0)
         self.connection.issue(self, kind, detail, skipped, start, end, channel, ts)
 
-    def _first_byte(self, offset: int) -> tuple[int, int]:
-        first, _, capture = self.timestamps(offset, offset + 1)
-        return first, capture
+    def _first_byte(self, offset: int) -> tuple[int, int, int]:
+        first, _, capture, record, _ = self.timestamps(offset, offset + 1)
+        return first, capture, record
 
-    def timestamps(self, start: int, end: int) -> tuple[int, int, int]:
-        """(ts of the first byte, ts of the last byte, capture index) of a stream range."""
-        chunk_end, ts_ns, capture = self.chunks[0] if self.chunks else (0, 0, -1)
+    def timestamps(self, start: int, end: int) -> tuple[int, int, int, int, int]:
+        """Of a stream range: (ts of its first byte, ts of its last byte, capture index, pcap record
+        of the first byte, pcap record of the last byte: 0 when in another file than the first)."""
+        chunk_end, ts_ns, capture, record = self.chunks[0] if self.chunks else (0, 0, -1, 0)
         if start < chunk_end and end <= chunk_end:  # the usual case: one segment holds it all
-            return ts_ns, ts_ns, capture
+            return ts_ns, ts_ns, capture, record, record
         first = last = None
-        for chunk_end, ts_ns, capture in self.chunks:
+        for chunk_end, ts_ns, capture, record in self.chunks:
             if first is None and chunk_end > start:
-                first = (ts_ns, capture)
+                first = (ts_ns, capture, record)
             if chunk_end >= end:
-                last = ts_ns
+                last = (ts_ns, capture, record)
                 break
         if first is None:
-            first = (self.chunks[-1][1], self.chunks[-1][2]) if self.chunks else (0, -1)
-        return first[0], last if last is not None else first[0], first[1]
+            first = self.chunks[-1][1:] if self.chunks else (0, -1, 0)
+        if last is None:
+            last = first
+        return first[0], last[0], first[1], first[2], last[2] if last[1] == first[1] else 0
 
 
 def _plausible(codec: Codec, buf: bytearray, i: int, limit: int):
@@ -459,7 +464,7 @@ class AmqpConnection(StreamSink):
 
     # -- StreamSink -----------------------------------------------------------------------------
 
-    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
         if self.first_capture < 0:
             self.first_capture = capture
         if self.status == "undecided":
@@ -471,7 +476,7 @@ class AmqpConnection(StreamSink):
         if self.status != "amqp":
             self.ignored_bytes += len(data)
             return
-        self.readers[direction].data(offset, data, ts_ns, capture)
+        self.readers[direction].data(offset, data, ts_ns, capture, record)
 
     def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
         if self.status == "amqp":
@@ -485,7 +490,7 @@ class AmqpConnection(StreamSink):
             self._record(reader, "issue", offset, offset + size, None, {
                 "issue_kind": "retransmission-conflict",
                 "detail": f"a retransmission carried {size} bytes that differ from the first copy; "
-                          "the first copy was decoded", "bytes_skipped": 0}, ts=(ts_ns, ts_ns, -1))
+                          "the first copy was decoded", "bytes_skipped": 0}, ts=(ts_ns, ts_ns, -1, 0, 0))
 
     def end(self, reason: str, ts_ns: int) -> None:
         self.end_reason = reason
@@ -495,7 +500,7 @@ class AmqpConnection(StreamSink):
             self._record(self.readers[0], "issue", 0, 0, None, {
                 "issue_kind": "tls-not-decoded",
                 "detail": f"connection on a TLS port: {self.ignored_bytes} encrypted bytes not decoded",
-                "bytes_skipped": self.ignored_bytes}, ts=(self.tcp.first_ts_ns, self.tcp.last_ts_ns, -1))
+                "bytes_skipped": self.ignored_bytes}, ts=(self.tcp.first_ts_ns, self.tcp.last_ts_ns, -1, 0, 0))
         if self.status == "amqp":
             for reader in self.readers:
                 reader.finish()
@@ -692,9 +697,10 @@ class AmqpConnection(StreamSink):
             self._hash(content, data)
 
     def streamed_body(self, reader: FrameReader, body: dict, end: int) -> None:
-        last_ts = reader.timestamps(end - 1, end)[1]
+        last = reader.timestamps(end - 1, end)
         self._body(reader, body["channel"], None, body["start"], end, intact=body["intact"],
-                   ts=(body["first_ts"], last_ts, body["capture"]))
+                   ts=(body["first_ts"], last[1], body["capture"], body["record"],
+                       last[4] if last[2] == body["capture"] else 0))
         reader.frames += 1
         reader.decoded_bytes += body["size"] + 8 - body["lost"]
 
@@ -744,12 +750,14 @@ class AmqpConnection(StreamSink):
                 hold: bool = False, ts=None) -> dict:
         """A record in the JSON Lines contract (docs/decode.md): the common keys, then `fields`.
         Labelled with the client and direction now, or once the client side is known."""
-        first, last, capture = ts if ts is not None else reader.timestamps(start, end)
+        first, last, capture, first_record, last_record = ts if ts is not None else reader.timestamps(start, end)
         if capture < 0:
             capture = self.first_capture
         ends = self.labels[reader.direction]
         record = {"ts": first / 1e9, "ts_ns": first, "ts_last_ns": last,
                   "capture": self.capture_names[capture] if capture >= 0 else None,
+                  "pcap_record": first_record or None, "pcap_record_last": last_record or None,
+                  "tcp_stream": self.tcp.streams.get(capture),
                   "connection": self.id, "client": ends[0], "server": ends[1],
                   "dir": self.directions[reader.direction], "channel": channel, "kind": kind, "offset": start,
                   "size": end - start}

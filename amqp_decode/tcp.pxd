@@ -4,7 +4,7 @@ from amqp_decode.packets cimport Segment
 
 
 cdef class StreamSink:
-    cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture)
+    cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
     cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
     cpdef conflict(self, int direction, long long offset, long long size, long long ts_ns)
     cpdef end(self, str reason, long long ts_ns)
@@ -32,10 +32,10 @@ cdef class HalfStream:
     cpdef long long offset(self, long long seq)
     cpdef on_syn(self, long long seq)
     @cython.locals(start=cython.longlong)
-    cpdef on_segment(self, long long seq, bytes data, bint fin, long long ts_ns, int capture)
+    cpdef on_segment(self, long long seq, bytes data, bint fin, long long ts_ns, int capture, long long record)
     cpdef on_ack_from_peer(self, long long ack)
     cpdef flush(self, long long ts_ns)
-    cpdef _deliver(self, long long start, bytes data, long long ts_ns, int capture)
+    cpdef _deliver(self, long long start, bytes data, long long ts_ns, int capture, long long record)
     @cython.locals(start=cython.longlong)
     cpdef _drain(self)
     @cython.locals(seen=cython.longlong)
@@ -60,6 +60,8 @@ cdef class TcpConnection:
     cdef public object closed_at
     cdef public bint ended
     cdef public int first_capture
+    cdef public dict streams
+    cdef public int stream_capture
 
     cpdef end(self, str reason, long long ts_ns)
     cpdef str end_reason(self)

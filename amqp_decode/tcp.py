@@ -9,7 +9,7 @@ acknowledges past a hole (HOLE_ACKS times), when a FIN lies beyond the data, or 
 that starts mid-connection begins its stream at the first byte seen.
 
 The consumer (`StreamSink`) gets, per direction 0 (from endpoint A, the first source seen) or 1:
-data(direction, offset, bytes, ts_ns, capture), gap(direction, offset, size, ts_ns),
+data(direction, offset, bytes, ts_ns, capture, record), gap(direction, offset, size, ts_ns),
 conflict(direction, offset, size, ts_ns) and, once, end(reason, ts_ns).
 """
 
@@ -36,7 +36,8 @@ class StreamSink:
     """What a connection's reassembled bytes go to (amqp_decode.stream.AmqpConnection; tests'
     recorders). A base class, not a protocol: the compiled build calls its methods directly."""
 
-    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int) -> None:
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
+        """`capture`: index of the capture file; `record`: the pcap record number of the packet in it."""
         raise NotImplementedError
 
     def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
@@ -62,7 +63,7 @@ class HalfStream:
         self.window = window
         self.base = NONE  # sequence number of stream offset 0
         self.next = 0  # stream offset of the next byte to deliver
-        self.pending: list[tuple[int, int, bytes, int, int]] = []  # (offset, order, data, ts, capture)
+        self.pending: list[tuple[int, int, bytes, int, int, int]] = []  # (offset, order, data, ts, capture, record)
         self.pending_bytes = 0
         self.fin = NONE  # stream offset of the FIN
         self.recent: deque[tuple[int, bytes]] = deque()
@@ -84,7 +85,7 @@ class HalfStream:
             self.base = (seq + 1) % SEQ_MOD
         self.syn = True
 
-    def on_segment(self, seq: int, data: bytes, fin: bool, ts_ns: int, capture: int) -> None:
+    def on_segment(self, seq: int, data: bytes, fin: bool, ts_ns: int, capture: int, record: int) -> None:
         self.packets += 1
         if not data and not fin:  # a pure ACK: nothing to place
             return
@@ -101,11 +102,11 @@ class HalfStream:
                 return
             start = self.next
         if start == self.next:
-            self._deliver(start, data, ts_ns, capture)
+            self._deliver(start, data, ts_ns, capture, record)
             if self.pending:
                 self._drain()
         else:
-            bisect.insort(self.pending, (start, self.order, data, ts_ns, capture))
+            bisect.insort(self.pending, (start, self.order, data, ts_ns, capture, record))
             self.order += 1
             self.pending_bytes += len(data)
             while self.pending_bytes > self.window:
@@ -126,25 +127,25 @@ class HalfStream:
             self.sink.gap(self.direction, self.next, self.fin - self.next, ts_ns)
             self.next = self.fin
 
-    def _deliver(self, start: int, data: bytes, ts_ns: int, capture: int) -> None:
+    def _deliver(self, start: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
         self.next = start + len(data)
         self.bytes += len(data)
         self.recent.append((start, data))
         self.recent_bytes += len(data)
         while self.recent_bytes > RECENT_BYTES and len(self.recent) > 1:
             self.recent_bytes -= len(self.recent.popleft()[1])
-        self.sink.data(self.direction, start, data, ts_ns, capture)
+        self.sink.data(self.direction, start, data, ts_ns, capture, record)
 
     def _drain(self) -> None:
         self.hole_acks = 0
         while self.pending and self.pending[0][0] <= self.next:
-            start, _, data, ts_ns, capture = self.pending.pop(0)
+            start, _, data, ts_ns, capture, record = self.pending.pop(0)
             self.pending_bytes -= len(data)
             if start < self.next:
                 data = self._trim(start, data, ts_ns)
                 if not data:
                     continue
-            self._deliver(self.next, data, ts_ns, capture)
+            self._deliver(self.next, data, ts_ns, capture, record)
 
     def _trim(self, start: int, data: bytes, ts_ns: int) -> bytes:
         """What of a segment starting before `next` is new (the rest was delivered already: it is
@@ -156,7 +157,7 @@ class HalfStream:
 
     def _skip_to_pending(self) -> None:
         self.hole_acks = 0
-        start, _, _, ts_ns, _ = self.pending[0]
+        start, _, _, ts_ns, _, _ = self.pending[0]
         if start > self.next:
             self.sink.gap(self.direction, self.next, start - self.next, ts_ns)
             self.next = start
@@ -175,13 +176,13 @@ class HalfStream:
                 for i in range(hi - lo):
                     if ours[i] != theirs[i]:
                         differing += 1
-        if differing:
-            self.sink.conflict(self.direction, start, differing, ts_ns)
+        if differing:  # (a segment may start before the stream's first byte: its overlap starts at 0)
+            self.sink.conflict(self.direction, max(start, 0), differing, ts_ns)
 
 
 class TcpConnection:
     __slots__ = ("a", "b", "first_ts_ns", "last_ts_ns", "halves", "sink", "syn_from", "fins",
-                 "rst", "closed_at", "ended", "first_capture")
+                 "rst", "closed_at", "ended", "first_capture", "streams", "stream_capture")
 
     def __init__(self, a: tuple[bytes, int], b: tuple[bytes, int], ts_ns: int, sink: StreamSink,
                  window: int) -> None:
@@ -195,6 +196,8 @@ class TcpConnection:
         self.closed_at: int | None = None
         self.ended = False
         self.first_capture = -1  # index of the capture file of its first packet
+        self.streams: dict[int, int] = {}  # capture index -> its TCP stream index in that file (tcp.stream)
+        self.stream_capture = -1  # the capture of the last packet (streams is looked up only on a change)
 
     @property
     def closed(self) -> bool:
@@ -258,15 +261,20 @@ class TcpTracker:
         direction = 0 if (seg.src, seg.sport) == connection.a else 1
         half = connection.halves[direction]
         connection.last_ts_ns = seg.ts_ns
+        if capture != connection.stream_capture:
+            connection.stream_capture = capture
+            if seg.stream >= 0 and capture not in connection.streams:
+                connection.streams[capture] = seg.stream
         if flags & TCP_SYN:
             half.on_syn(seg.seq)
             if not flags & TCP_ACK:
                 connection.syn_from = direction
             half.packets += 1
             if seg.payload:  # data on a SYN (TFO) starts at offset 0
-                half.on_segment((seg.seq + 1) % SEQ_MOD, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture)
+                half.on_segment((seg.seq + 1) % SEQ_MOD, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture,
+                                seg.record)
         else:
-            half.on_segment(seg.seq, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture)
+            half.on_segment(seg.seq, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture, seg.record)
         if flags & TCP_ACK:
             other = connection.halves[1 - direction]
             if other.pending:

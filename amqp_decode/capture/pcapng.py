@@ -285,7 +285,7 @@ class PcapngReader:
         else:  # the obsolete Packet Block
             interface, _, high, low, caplen = struct.unpack_from(self.order + "HHIII", buf, p + 8)
             data_at, high_low = p + EPB_HEADER, (high, low)
-        if interface >= len(self.interfaces) and not self._catch_up():
+        if interface >= len(self.interfaces) and not (self._catch_up() and interface < len(self.interfaces)):
             self._issue(UNKNOWN_INTERFACE, f"the packet block at offset {at} names interface {interface}, which "
                         f"no interface description block before it describes ({len(self.interfaces)} do): "
                         "skipped", index, length, at, at + length)

@@ -107,7 +107,8 @@ class GzipStream:
                 self._salvage(before, data)
                 self._damage(f"corrupt compressed data ({error})")
                 continue
-            self.consumed += len(data) - len(self.inflate.unconsumed_tail)
+            # (bytes after a member's end are the next member's: consumed when it is decompressed)
+            self.consumed += len(data) - len(self.inflate.unconsumed_tail) - len(self.inflate.unused_data)
             self.offset += len(out)
             if self.inflate.eof:
                 self._next_member()

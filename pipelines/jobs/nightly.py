@@ -199,6 +199,7 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
                  context: str = "{}") -> list[dict]:
     """Every bucket with segments -> one task each; the table files they wrote."""
     from pipelines.stages.decode import BUCKETS_DDL, decode_task
+    from pipelines.stages.numbering import number_units
     plans, staged = units
     per_bucket: dict[int, dict[int, list[int]]] = {}  # bucket -> file index -> units in byte order
     for unit in plans:
@@ -206,7 +207,9 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
             per_bucket.setdefault(bucket, {}).setdefault(unit.file_index, []).append(unit.unit)
     if not per_bucket:
         return []
-    rows = [(bucket, json.dumps(sorted(by_file.items()))) for bucket, by_file in sorted(per_bucket.items())]
+    numbers = number_units(plans, staged, buckets_of(spark, settings))  # Wireshark's frame.number, tcp.stream
+    rows = [(bucket, json.dumps(sorted(by_file.items())), json.dumps(numbers.for_bucket(bucket)))
+            for bucket, by_file in sorted(per_bucket.items())]
     frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), BUCKETS_DDL)
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
                              settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context)

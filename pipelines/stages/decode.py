@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from amqp_decode.analytics.common import day
 from amqp_decode.carry import CarryingDecoder
+from amqp_decode.gc_policy import fewer_collections
 from amqp_decode.packets import Segment
 from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
@@ -28,7 +29,7 @@ from pipelines.progress import TaskProgress
 from pipelines.stages.read import staged_path
 from pipelines.tablefiles import TableFiles, files_batch, filesystem_of
 
-BUCKETS_DDL = "bucket int, files string"
+BUCKETS_DDL = "bucket int, files string, numbers string"
 
 
 def decode_task(batches: Iterator[pa.RecordBatch], staging: str, uris: list[str], settings_json: str,
@@ -36,26 +37,33 @@ def decode_task(batches: Iterator[pa.RecordBatch], staging: str, uris: list[str]
     settings = Settings.from_json(settings_json)
     context = json.loads(context_json)
     for batch in batches:
-        for bucket, files in zip(batch.column("bucket").to_pylist(), batch.column("files").to_pylist()):
+        for bucket, files, numbers in zip(batch.column("bucket").to_pylist(), batch.column("files").to_pylist(),
+                                          batch.column("numbers").to_pylist()):
             progress = TaskProgress(staging, f"decode-{bucket}")
-            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress,
-                                    context)
+            with fewer_collections():
+                written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress,
+                                        context, json.loads(numbers))
             progress.close()
             if written:
                 yield files_batch(written)
 
 
 def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
-                  run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None
-                  ) -> list[dict]:
+                  run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None,
+                  numbers: dict | None = None) -> list[dict]:
     """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
     bucket, in byte order. `context` (pipelines.carryover.context_json): where the run's captures
-    end."""
+    end. `numbers` (pipelines.stages.numbering): each unit's first record number less one, and its
+    local TCP streams' indices in the file."""
     context = context or {}
+    numbers = numbers or {}
+    bases = {int(unit): base for unit, base in numbers.get("bases", {}).items()}
+    stream_maps = {int(unit): dict(pairs) for unit, pairs in numbers.get("streams", {}).items()}
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
     decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
-    streams = [_segments(filesystem, [staged_path(base, unit, bucket) for unit in units], file_index)
+    streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), stream_maps.get(unit, {}))
+                                      for unit in units], file_index)
                for file_index, units in files]
     merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[0])
     segments = records = 0
@@ -79,17 +87,21 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
     return writer.close()
 
 
-def _segments(filesystem, paths: list[str], file_index: int) -> Iterator[tuple[int, int, Segment]]:
-    """(ts_ns, file index, segment) of one file's staged units, in capture order."""
-    for path in paths:
+def _segments(filesystem, units: list[tuple[str, int, dict]], file_index: int) -> Iterator[tuple[int, int, Segment]]:
+    """(ts_ns, file index, segment) of one file's staged units, in capture order. `units`: (staged
+    path, the unit's first record number less one, {local TCP stream: its index in the file})."""
+    for path, base, stream_map in units:
         with filesystem.open_input_file(path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
                 batch = reader.get_batch(i)
-                ts, _, src, sport, dst, dport, seq, ack, flags, payload = (c.to_pylist() for c in batch.columns)
+                ts, record, local, src, sport, dst, dport, seq, ack, flags, payload = (c.to_pylist()
+                                                                                       for c in batch.columns)
                 for n in range(batch.num_rows):
-                    yield ts[n], file_index, Segment(ts[n], src[n], sport[n], dst[n], dport[n], seq[n], ack[n],
-                                                     flags[n], payload[n])
+                    segment = Segment(ts[n], src[n], sport[n], dst[n], dport[n], seq[n], ack[n], flags[n], payload[n])
+                    segment.record = base + record[n] + 1
+                    segment.stream = stream_map.get(local[n], -1)
+                    yield ts[n], file_index, segment
 
 
 def remove_staging(staging: str) -> None:

@@ -5,7 +5,9 @@ read one file). Each record's link/IP/TCP headers are parsed; the segment goes t
 connection (a stable hash of the 4-tuple, the same from either direction), into an Arrow IPC file
 per (unit, bucket) in capture order. The decode stage then reads, for its bucket, every unit's
 file: all segments of its connections, from every file of the run, and nothing else. What reading
-found (records, link types, damage) comes back as the unit's facts.
+found (records, link types, damage, the local TCP streams) comes back as the unit's facts, from
+which the driver numbers records and TCP streams as Wireshark does in each file
+(pipelines.stages.numbering).
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from typing import Iterator
 import pyarrow as pa
 
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
+from amqp_decode.gc_policy import fewer_collections
 from amqp_decode.packets import PacketParser
+from amqp_decode.stream_index import RangeStreams
 from pipelines.inputs import fingerprint, open_input
 from pipelines.progress import TaskProgress
 from pipelines.tablefiles import filesystem_of
 
 SEGMENTS = pa.schema([
     ("ts_ns", pa.int64()), ("record", pa.int64()),  # record: index of the packet record in its unit
+    ("stream", pa.int32()),  # the unit's local TCP stream (amqp_decode.stream_index)
     ("src", pa.binary()), ("sport", pa.int32()), ("dst", pa.binary()), ("dport", pa.int32()),
     ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
 ])
@@ -50,7 +55,8 @@ def read_task(batches: Iterator[pa.RecordBatch], staging: str, buckets: int) -> 
     for batch in batches:
         for unit in batch.to_pylist():
             progress = TaskProgress(staging, f"read-{unit['unit']}")
-            staged, facts = read_unit(unit, staging, buckets, progress)
+            with fewer_collections():
+                staged, facts = read_unit(unit, staging, buckets, progress)
             progress.close()
             yield pa.RecordBatch.from_pydict({"unit": [unit["unit"]], "file_index": [unit["file_index"]],
                                               "staged": [json.dumps(staged)], "facts": [json.dumps(facts)]},
@@ -64,6 +70,7 @@ def read_unit(unit: dict, staging: str, buckets: int,
     info = CaptureInfo(uri, unit["size"])
     parser = PacketParser()
     writer = _BucketWriter(staging, unit["unit"], buckets)
+    streams = RangeStreams()
     status, error, records = "ok", None, 0
     try:
         with open_input(uri) as source:
@@ -72,7 +79,8 @@ def read_unit(unit: dict, staging: str, buckets: int,
                 read += len(data) + 16
                 segment = parser.parse(ts_ns, link_type, data)
                 if segment is not None:
-                    writer.add(segment, records - 1)
+                    writer.add(segment, records - 1, streams.segment(segment.src, segment.sport, segment.dst,
+                                                                     segment.dport, segment.flags, segment.seq))
                 if records % REPORT_EVERY == 0 and progress is not None:
                     progress.add(bytes=read, packets=REPORT_EVERY)
                     read = 0
@@ -87,6 +95,7 @@ def read_unit(unit: dict, staging: str, buckets: int,
     parser.finish()
     staged = writer.close()
     facts = {"info": info_to_json(info), "status": status, "error": error, "segments": sum(staged.values()),
+             "records": records, "streams": streams.as_json(),
              "skipped_packets": dict(parser.skipped),
              "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
     return staged, facts
@@ -119,38 +128,41 @@ def _records(uri, info, source, start, end):
 
 
 class _BucketWriter:
-    """Segments into one IPC file per bucket, columns accumulated and written in batches."""
+    """Segments into one IPC file per bucket, gathered per bucket and written in batches."""
 
     def __init__(self, staging: str, unit: int, buckets: int) -> None:
         self.filesystem, self.root = filesystem_of(staging)
         self.unit = unit
         self.buckets = buckets
-        self.columns: dict[int, list[list]] = {}
+        self.waiting: dict[int, list[tuple]] = {}  # bucket -> (segment, record, stream), in capture order
         self.writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         self.sinks: dict[int, object] = {}
         self.counts: dict[int, int] = {}
         self.keys: dict[tuple, int] = {}  # 4-tuple -> bucket (one hash per connection, not per packet)
 
-    def add(self, s, record: int) -> None:
+    def add(self, s, record: int, stream: int) -> None:
         key = (s.src, s.sport, s.dst, s.dport)
         bucket = self.keys.get(key)
         if bucket is None:
             if len(self.keys) > 100_000:
                 self.keys.clear()
             bucket = self.keys[key] = bucket_of(s.src, s.sport, s.dst, s.dport, self.buckets)
-        columns = self.columns.get(bucket)
-        if columns is None:
-            columns = self.columns[bucket] = [[] for _ in SEGMENTS]
-        for column, value in zip(columns, (s.ts_ns, record, s.src, s.sport, s.dst, s.dport, s.seq, s.ack,
-                                           s.flags, s.payload)):
-            column.append(value)
-        if len(columns[0]) >= FLUSH_ROWS:
+        waiting = self.waiting.get(bucket)
+        if waiting is None:
+            waiting = self.waiting[bucket] = []
+        waiting.append((s, record, stream))
+        if len(waiting) >= FLUSH_ROWS:
             self._flush(bucket)
 
     def _flush(self, bucket: int) -> None:
-        columns = self.columns[bucket]
-        if not columns[0]:
+        waiting = self.waiting[bucket]
+        if not waiting:
             return
+        segments = [w[0] for w in waiting]
+        columns = ([s.ts_ns for s in segments], [w[1] for w in waiting], [w[2] for w in waiting],
+                   [s.src for s in segments], [s.sport for s in segments], [s.dst for s in segments],
+                   [s.dport for s in segments], [s.seq for s in segments], [s.ack for s in segments],
+                   [s.flags for s in segments], [s.payload for s in segments])
         batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SEGMENTS)],
                                            schema=SEGMENTS)
         writer = self.writers.get(bucket)
@@ -160,10 +172,10 @@ class _BucketWriter:
             writer = self.writers[bucket] = pa.ipc.new_file(sink, SEGMENTS)
         writer.write_batch(batch)
         self.counts[bucket] = self.counts.get(bucket, 0) + batch.num_rows
-        self.columns[bucket] = [[] for _ in SEGMENTS]
+        self.waiting[bucket] = []
 
     def close(self) -> dict[int, int]:
-        for bucket in list(self.columns):
+        for bucket in list(self.waiting):
             self._flush(bucket)
         for bucket, writer in self.writers.items():
             writer.close()

@@ -15,7 +15,7 @@ class Recorder(StreamSink):
         self.connection = connection
         self.events: list[tuple] = []
 
-    def data(self, direction, offset, data, ts_ns, capture):
+    def data(self, direction, offset, data, ts_ns, capture, record):
         self.events.append(("data", direction, offset, bytes(data)))
 
     def gap(self, direction, offset, size, ts_ns):

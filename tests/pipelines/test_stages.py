@@ -59,10 +59,14 @@ def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
     path = SAMPLES / "concurrent.pcap"
     staging, root = tmp_path / "staging", tmp_path / "lake"
     staging.mkdir()
-    staged, _ = read_unit(unit(path), str(staging), buckets=3)
+    from pipelines.plan import Unit
+    from pipelines.stages.numbering import number_units
+    staged, facts = read_unit(unit(path), str(staging), buckets=3)
+    numbers = number_units([Unit(**unit(path))], {0: (staged, facts)}, 3)
     files = []
     for bucket in staged:
-        files += decode_bucket(bucket, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root))
+        files += decode_bucket(bucket, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
+                               numbers=numbers.for_bucket(bucket))
     import pyarrow.parquet as pq
     expected = tabulate([canonical_uri(str(path)).removeprefix("file://")])
     for name in ("frames", "deliveries", "publishes", "connections", "channels"):
@@ -84,3 +88,37 @@ def _micros(rows):
         out.append({k: (int(v.timestamp()) * 1_000_000 + v.microsecond if isinstance(v, datetime.datetime) else v)
                     for k, v in row.items()})
     return out
+
+
+def test_record_numbers_and_tcp_streams_of_a_file_read_in_ranges(tmp_path):
+    """A file read as three byte ranges by blind tasks: the driver's numbering gives every frame
+    the pcap record and TCP stream numbers the one-pass library gives it (Wireshark's, tested in
+    tests/capture/test_tshark.py)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from pipelines.plan import Unit
+    from pipelines.stages.numbering import number_units
+    path = SAMPLES / "concurrent.pcap"
+    size, uri = os.path.getsize(path), canonical_uri(str(path))
+    staging, root = tmp_path / "staging", tmp_path / "lake"
+    staging.mkdir()
+    edges = [0, size // 3, 2 * size // 3, size]
+    plans = [Unit(i, 0, uri, start, end if end < size else None, size) for i, (start, end) in
+             enumerate(zip(edges, edges[1:]))]
+    staged = {u.unit: read_unit(vars(u), str(staging), buckets=3) for u in plans}
+    assert all(facts["records"] > 0 for _, facts in staged.values())  # each range read some
+    numbers = number_units(plans, staged, 3)
+    files = []
+    for bucket in {b for counts, _ in staged.values() for b in counts}:
+        units = [u.unit for u in plans if bucket in staged[u.unit][0]]
+        files += decode_bucket(bucket, [[0, units]], str(staging), [uri], Settings(), "r", str(root),
+                               numbers=json.loads(json.dumps(numbers.for_bucket(bucket))))
+    key = ("connection", "direction", "stream_offset")
+    ours = {tuple(r[k] for k in key): (r["pcap_record"], r["pcap_record_last"], r["tcp_stream"])
+            for f in files if f["table"] == "frames" for r in pq.read_table(root / "frames" / f["path"]).to_pylist()}
+    library = {(r["connection"], r["dir"], r["offset"]): (r["pcap_record"], r["pcap_record_last"], r["tcp_stream"])
+               for r in CaptureDecoder().decode([str(path)]) if r["kind"] not in ("issue",)}
+    assert len(ours) > 100 and ours == library
+    assert len({stream for _, _, stream in ours.values()}) > 3

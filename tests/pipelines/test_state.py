@@ -17,7 +17,7 @@ from pipelines.lake import read_table
 from tests.analytics.test_carry import FACTS, write_nights
 
 # what a row says about where it came from differs between the two lakes, nothing else
-UNNAMED = ("run_id", "capture", "source")
+UNNAMED = ("run_id", "capture", "source", "pcap_record", "pcap_record_last", "tcp_stream")
 PER_CONNECTION = [t.name for t in (FRAMES, MESSAGES, DECODE_ISSUES, STREAMS) + CONNECTION_TABLES]
 
 
@@ -65,6 +65,22 @@ def test_three_nightly_runs_give_the_tables_of_one_run(spark, whole, nightly):
     assert deliveries.where("queue is null").count() == 0
     for table in PER_CONNECTION + ["message_flows"]:
         assert read_table(spark, lake, table).where("provisional").count() == 0, table
+
+
+def test_frames_are_numbered_within_each_nights_file(spark, nightly, tmp_path):
+    """pcap_record is the record number in the night's own file, also for the frames of a
+    connection resumed from the night before, and for the frame cut by the night's end."""
+    from amqp_decode.decoder import CaptureDecoder
+    lake, _ = nightly
+    (path,) = write_nights(tmp_path, cuts=[])
+    whole = {(r["dir"], r["offset"]): r["pcap_record"] for r in CaptureDecoder().decode([path]) if r["kind"] != "issue"}
+    earlier, before = 0, {}
+    for capture in sorted(read_table(spark, lake, "captures").collect(), key=lambda c: c.first_ts):
+        before[capture.path], earlier = earlier, earlier + capture.packets
+    frames = read_table(spark, lake, "frames").collect()
+    assert len(frames) == len(whole) and len({f.capture for f in frames}) == 3
+    assert all(f.pcap_record + before[f.capture] == whole[(f.direction, f.stream_offset)] for f in frames)
+    assert {f.tcp_stream for f in frames} == {0}
 
 
 def test_message_flows_pair_within_a_run_without_duplicates(spark, whole, nightly):
