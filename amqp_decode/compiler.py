@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, Iterable
 
-from amqp_decode.fieldtable import TEXT_ERRORS, FieldTableCodec
+from amqp_decode.fieldtable import TEXT_ERRORS, FieldTableCodec, Timestamp
 from amqp_decode.spec import Field
 
 _FIXED = {"octet": "B", "short": "H", "long": "I", "longlong": "Q", "timestamp": "Q"}
@@ -30,7 +30,7 @@ class _Source:
     def __init__(self, tables: FieldTableCodec) -> None:
         self.lines: list[str] = []
         self.namespace: dict[str, object] = {"_table": tables.decode_table, "_U32": struct.Struct(">I").unpack_from,
-                                             "_TEXT": TEXT_ERRORS}
+                                             "_TEXT": TEXT_ERRORS, "_TS": Timestamp}
         self._structs = 0
 
     def emit(self, line: str, indent: int = 1) -> None:
@@ -97,7 +97,8 @@ def compile_fields(fields: Iterable[Field], name: str, tables: FieldTableCodec,
             names = [f"v{i + k}" for k in range(len(run))]
             src.emit(f"{', '.join(names)}{',' if len(run) == 1 else ''} = {src.struct(fmt)}(p, o)")
             src.emit(f"o += {struct.calcsize('>' + fmt)}")
-            out += [(f.key, v) for f, v in zip(run, names) if not f.reserved]
+            out += [(f.key, f"_TS({v})" if f.type == "timestamp" else v) for f, v in zip(run, names)
+                    if not f.reserved]
             i += len(run)
         elif field.type == "bit":
             # Consecutive bits pack LSB-first into octets; any other field ends the run.
@@ -145,7 +146,8 @@ def compile_properties(properties: Iterable[Field], name: str,
         src.emit(f"if {test}:")
         if prop.type in _FIXED:
             fmt = _FIXED[prop.type]
-            src.emit(f"r[{prop.key!r}] = {src.struct(fmt)}(p, o)[0]", 2)
+            value = f"{src.struct(fmt)}(p, o)[0]"
+            src.emit(f"r[{prop.key!r}] = {f'_TS({value})' if prop.type == 'timestamp' else value}", 2)
             src.emit(f"o += {struct.calcsize('>' + fmt)}", 2)
         else:
             _emit_value(src, prop, "v", raw=False, indent=2)

@@ -26,6 +26,7 @@ from amqp_decode.packets import PacketParser, format_endpoint
 from amqp_decode.spec import BUNDLED, load_spec
 from amqp_decode.settings import Settings
 from amqp_decode.stream import CONNECTION_END, AmqpConnection, StreamOptions
+from amqp_decode.stream_index import FileStreams
 from amqp_decode.tcp import TcpConnection, TcpTracker
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".pcap.gz", ".pcapng.gz", ".cap.gz")
@@ -124,32 +125,52 @@ class CaptureDecoder:
         self.stats = DecodeStats()
         self._kinds: dict[str, int] = {}  # records by kind (a plain dict is cheaper per record)
         self._ends = False
+        # While decode() runs, for consumers that look at the decoder between records (the time
+        # order of amqpcap decode): the time of the packet being decoded, and the SegmentDecoder.
+        self.now_ns: int | None = None
+        self.segments: SegmentDecoder | None = None
 
     def decode(self, inputs: Iterable[str], ends: bool = False) -> Iterator[dict]:
         """Records of every connection in the inputs. `ends`: also each connection's
         CONNECTION_END record (its summary), after its last record."""
+        for records in self.batches(inputs, ends):
+            yield from records
+
+    def batches(self, inputs: Iterable[str], ends: bool = False) -> Iterator[list[dict]]:
+        """decode()'s records, as the lists that each packet (and the end of input) completes.
+        Between two lists, `now_ns` is the time of the packet just decoded and `segments` holds
+        exactly the state the records still to come are made from."""
         self._ends = ends
         paths = expand_inputs(inputs)
         parser = PacketParser()
         stats = self.stats
-        segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection)
+        segments = self.segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection)
         infos: dict[int, CaptureInfo] = {}
         reported = [0] * len(paths)  # capture issues already emitted, per file
-        for ts_ns, index, link_type, data in self._packets(paths, infos):
+        streams = [FileStreams() for _ in paths]  # Wireshark's tcp.stream, per file
+        for ts_ns, index, number, link_type, data in self._packets(paths, infos):
+            self.now_ns = ts_ns
             stats.packets += 1
             if len(infos[index].issues) > reported[index]:  # the file was damaged just before this
-                yield from self._count(self._capture_issues(infos[index], reported, index, ts_ns))
+                yield self._count(self._capture_issues(infos[index], reported, index, ts_ns))
             segment = parser.parse(ts_ns, link_type, data)
             if segment is None:
                 continue
             stats.tcp_segments += 1
+            segment.record = number
+            segment.stream = streams[index].segment(segment.src, segment.sport, segment.dst, segment.dport,
+                                                    segment.flags, segment.seq)
             records = segments.feed(segment, index)
             if records:
-                yield from self._count(records)
+                yield self._count(records)
         parser.finish()
         for index, info in infos.items():
-            yield from self._count(self._capture_issues(info, reported, index, info.last_ts_ns))
-        yield from self._count(segments.finish())
+            issues = self._capture_issues(info, reported, index, info.last_ts_ns)
+            if issues:
+                yield self._count(issues)
+        records = self._count(segments.finish())
+        if records:
+            yield records
         stats.skipped_packets.update(parser.skipped)
         stats.records.update(self._kinds)
 
@@ -183,12 +204,14 @@ class CaptureDecoder:
         new = info.issues[reported[index]:]
         reported[index] = len(info.issues)
         return [{"ts": ts / 1e9 if ts is not None else None, "ts_ns": ts, "ts_last_ns": ts, "capture": info.path,
+                 "pcap_record": None, "pcap_record_last": None, "tcp_stream": None,
                  "connection": None, "client": None, "server": None, "dir": None, "channel": None, "kind": "issue",
                  "offset": None, "size": 0, "issue_kind": issue.kind, "detail": issue.detail,
                  "bytes_skipped": issue.bytes_skipped, "file_offset": issue.offset,
                  "file_end_offset": issue.end_offset} for issue in new]
 
-    def _packets(self, paths: list[str], infos: dict) -> Iterator[tuple[int, int, int, bytes]]:
+    def _packets(self, paths: list[str], infos: dict) -> Iterator[tuple[int, int, int, int, bytes]]:
+        """(ts_ns, file index, pcap record number in the file, link type, bytes) of every packet."""
         streams = []
         for index, path in enumerate(paths):
             info = infos[index] = CaptureInfo(path, _size(path))
@@ -207,11 +230,13 @@ class CaptureDecoder:
             yield from heapq.merge(*streams, key=lambda item: item[0])
 
 
-def _tagged(first, records, index: int) -> Iterator[tuple[int, int, int, bytes]]:
+def _tagged(first, records, index: int) -> Iterator[tuple[int, int, int, int, bytes]]:
     ts_ns, link_type, data = first
-    yield ts_ns, index, link_type, data
+    yield ts_ns, index, 1, link_type, data
+    number = 1
     for ts_ns, link_type, data in records:
-        yield ts_ns, index, link_type, data
+        number += 1
+        yield ts_ns, index, number, link_type, data
 
 
 def _size(path: str) -> int:

@@ -1,7 +1,7 @@
 # Types for the compiled build of fields.py (Cython pure Python mode): the .py is the source.
 cimport cython
 
-cdef int OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT
+cdef int OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT, TIMESTAMP
 
 @cython.locals(size=cython.Py_ssize_t, bit=cython.int, current=cython.int, code=cython.int, raw=cython.bint,
                width=cython.int, n=cython.Py_ssize_t, args=dict)

@@ -13,10 +13,10 @@ A plan is a tuple of (type code, key, raw) per field in wire order; key None for
 from __future__ import annotations
 
 from amqp_decode.errors import MalformedPayload
-from amqp_decode.fieldtable import TEXT_ERRORS
+from amqp_decode.fieldtable import TEXT_ERRORS, Timestamp
 
-OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT = range(1, 10)
-CODES = {"octet": OCTET, "short": SHORT, "long": LONG, "longlong": LONGLONG, "timestamp": LONGLONG,
+OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT, TIMESTAMP = range(1, 11)
+CODES = {"octet": OCTET, "short": SHORT, "long": LONG, "longlong": LONGLONG, "timestamp": TIMESTAMP,
          "shortstr": SHORTSTR, "longstr": LONGSTR, "table": TABLE, "bit": BIT, "content": CONTENT}
 
 
@@ -56,6 +56,11 @@ def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tupl
                     raise Overrun()
                 value = _unsigned(payload, o, width)
                 o += width
+            elif code == TIMESTAMP:
+                if o + 8 > size:
+                    raise Overrun()
+                value = Timestamp(_unsigned(payload, o, 8))
+                o += 8
             elif code == SHORTSTR or code == LONGSTR:
                 if code == SHORTSTR:
                     if o >= size:
@@ -98,6 +103,11 @@ def decode_properties(properties: tuple, payload: bytes, o: int, warnings, flags
                 raise Overrun()
             result[key] = _unsigned(payload, o, width)
             o += width
+        elif code == TIMESTAMP:
+            if o + 8 > size:
+                raise Overrun()
+            result[key] = Timestamp(_unsigned(payload, o, 8))
+            o += 8
         elif code == SHORTSTR or code == LONGSTR:
             if code == SHORTSTR:
                 if o >= size:

@@ -16,18 +16,45 @@ from decimal import Decimal
 import orjson
 import pyarrow as pa
 
+from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from amqp_decode.tables import FRAMES, Table
 
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime.date(1970, 1, 1)
 
-# typed frames columns filled straight from the argument of the same name
-_ARG_COLUMNS = ("exchange", "routing_key", "queue", "consumer_tag", "delivery_tag", "multiple",
-                "requeue", "redelivered", "mandatory", "immediate", "no_ack", "no_wait", "reply_code",
-                "reply_text")
-_ARG_TYPES = {name: (bool if FRAMES.arrow().field(name).type == pa.bool_() else
-                     str if FRAMES.arrow().field(name).type == pa.string() else int)
-              for name in _ARG_COLUMNS}
+# The typed `frames` columns of method arguments: the spec's argument name (snake_case, as decoded)
+# -> the column holding it, whatever the method (a test checks every bundled spec's arguments of
+# these names against the columns' types, and the columns' comments against the methods carrying
+# them). Mostly the same name; a word too generic for a column gets its class as a prefix, and
+# 0-9's spelling of no-wait is an alias.
+ARGUMENT_COLUMNS = {
+    "exchange": "exchange", "routing_key": "routing_key", "queue": "queue", "consumer_tag": "consumer_tag",
+    "delivery_tag": "delivery_tag", "multiple": "multiple", "requeue": "requeue", "redelivered": "redelivered",
+    "mandatory": "mandatory", "immediate": "immediate", "no_ack": "no_ack", "no_wait": "no_wait",
+    "nowait": "no_wait", "no_local": "no_local", "exclusive": "exclusive", "passive": "passive",
+    "durable": "durable", "auto_delete": "auto_delete", "internal": "internal", "type": "exchange_type",
+    "if_unused": "if_unused", "if_empty": "if_empty", "prefetch_size": "prefetch_size",
+    "prefetch_count": "prefetch_count", "global": "qos_global", "message_count": "message_count",
+    "consumer_count": "consumer_count", "reply_code": "reply_code", "reply_text": "reply_text",
+}
+_INT_RANGES = {pa.int32(): (-2**31, 2**31 - 1), pa.int64(): (-2**63, INT64_MAX)}
+
+
+def _argument_plan(name: str) -> tuple:
+    """(column, Python type, lowest, highest) for an argument: a value of another type (a foreign
+    spec could type a name otherwise) or out of the column's range is null (args_json keeps it)."""
+    column = ARGUMENT_COLUMNS[name]
+    arrow_type = FRAMES.arrow().field(column).type
+    if arrow_type == pa.bool_():
+        return column, bool, None, None
+    if arrow_type == pa.string():
+        return column, str, None, None
+    low, high = _INT_RANGES[arrow_type]
+    return column, int, low, high
+
+
+_ARGUMENTS = {name: _argument_plan(name) for name in ARGUMENT_COLUMNS}
+_NO_ARGUMENTS = dict.fromkeys(sorted(set(ARGUMENT_COLUMNS.values())))  # every argument column, null
 _CLOSES = ("connection.close", "channel.close")
 _PROPERTIES = ("content_type", "content_encoding", "delivery_mode", "priority", "correlation_id",
                "reply_to", "expiration", "message_id", "type", "user_id", "app_id")
@@ -63,8 +90,24 @@ def _int64(value):
     return value if isinstance(value, int) and not isinstance(value, bool) and value <= INT64_MAX else None
 
 
+def message_key(connection: str | None, direction: str | None, stream_offset: int | None) -> str | None:
+    """A message's key (messages.message_key): its connection, who sent it and the stream offset of
+    its content method, e.g. '5f3c0e2a9b1d4e77-c1234' (a publish), '...-s5678' (a delivery)."""
+    if connection is None or stream_offset is None:
+        return None
+    side = "c" if direction == CLIENT_TO_SERVER else "s" if direction == SERVER_TO_CLIENT else "x"
+    return f"{connection}-{side}{stream_offset}"
+
+
+_DAYS: dict[int, datetime.date] = {}  # day number -> its date (made once: rows come by the million)
+
+
 def _date(ts_ns: int) -> datetime.date:
-    return _EPOCH + datetime.timedelta(days=ts_ns // 86_400_000_000_000)
+    days = ts_ns // 86_400_000_000_000
+    date = _DAYS.get(days)
+    if date is None:
+        date = _DAYS[days] = _EPOCH + datetime.timedelta(days=days)
+    return date
 
 
 class RawRows:
@@ -76,6 +119,8 @@ class RawRows:
     def _common(self, record: dict) -> dict:
         ts_ns = record["ts_ns"]
         return {"date": _date(ts_ns or 0), "connection": record["connection"], "capture": record["capture"],
+                "pcap_record": record.get("pcap_record"), "pcap_record_last": record.get("pcap_record_last"),
+                "tcp_stream": record.get("tcp_stream"),
                 "ts": ts_ns // 1000 if ts_ns is not None else None, "ts_ns": ts_ns, "client": record["client"],
                 "server": record["server"], "direction": record["dir"], "channel": record["channel"],
                 "stream_offset": record["offset"], "run_id": self.run_id}
@@ -88,10 +133,11 @@ class RawRows:
             args = record["args"]
             row.update(method=record["method"], class_id=record["class_id"], method_id=record["method_id"],
                        args_json=to_json(args))
-            for name in _ARG_COLUMNS:
-                value = args.get(name)
-                row[name] = value if isinstance(value, _ARG_TYPES[name]) else None  # a foreign spec could type a name otherwise
-            row["delivery_tag"] = _int64(row["delivery_tag"])
+            row.update(_NO_ARGUMENTS)
+            for name, value in args.items():
+                plan = _ARGUMENTS.get(name)
+                if plan is not None and type(value) is plan[1] and (plan[2] is None or plan[2] <= value <= plan[3]):
+                    row[plan[0]] = value
             if record["method"] in _CLOSES:
                 row.update(failing_class_id=args.get("class_id"), failing_method_id=args.get("method_id"))
             else:
@@ -105,6 +151,7 @@ class RawRows:
 
     def message_row(self, record: dict) -> dict:
         row = self._common(record)
+        row["message_key"] = message_key(record["connection"], record["dir"], record["offset"])
         args, message = record["args"], record["message"]
         properties = message.get("properties") or {}
         headers = properties.get("headers")

@@ -79,6 +79,14 @@ Connection = Annotated[str | None, "string",
                        "connection id: hash of both endpoints and the connection's first packet time; "
                        "stable across reruns"]
 Capture = Annotated[str | None, "string", "capture file holding the row's first byte"]
+PcapRecord = Annotated[int | None, "bigint",
+                      "number of the packet record holding the first byte in its capture file, from 1: "
+                      "Wireshark's frame.number (null when tied to no packet)"]
+PcapRecordLast = Annotated[int | None, "bigint",
+                           "number of the packet record holding the last byte (null when it is in another "
+                           "file than the first byte)"]
+TcpStream = Annotated[int | None, "bigint",
+                      "index of the TCP connection in that capture file, from 0: Wireshark's tcp.stream"]
 Client = Annotated[str | None, "string", "client endpoint, ip:port ([ip6]:port for IPv6)"]
 Server = Annotated[str | None, "string", "server endpoint, ip:port"]
 Direction = Annotated[str | None, "string", "'C>S' (client to server) or 'S>C'"]
@@ -123,6 +131,9 @@ class FramesRow(TypedDict, total=False):
     date: Date
     connection: Connection
     capture: Capture
+    pcap_record: PcapRecord
+    pcap_record_last: PcapRecordLast
+    tcp_stream: TcpStream
     ts: Ts
     ts_ns: TsNs
     ts_last_ns: TsLastNs
@@ -138,22 +149,61 @@ class FramesRow(TypedDict, total=False):
                       "class.method by spec name ('basic.publish'); null for other kinds"]
     class_id: Annotated[int | None, "int", "AMQP class id (methods and content headers)"]
     method_id: Annotated[int | None, "int", "AMQP method id"]
+    # Method arguments (rows.ARGUMENT_COLUMNS maps the spec's argument names to these columns; each
+    # comment names the 0-9-1 methods that carry the argument, checked against the spec by a test).
+    # Null where the method has no such argument.
     exchange: Annotated[str | None, "string",
-                        "argument 'exchange' (also exchange.bind 'destination' is in args_json)"]
-    routing_key: Annotated[str | None, "string", "argument 'routing_key'"]
-    queue: Annotated[str | None, "string", "argument 'queue'"]
-    consumer_tag: Annotated[str | None, "string", "argument 'consumer_tag'"]
+                        "argument 'exchange' of exchange.declare, exchange.delete, queue.bind, queue.unbind, "
+                        "basic.publish, basic.return, basic.deliver, basic.get-ok (exchange.bind's "
+                        "'destination' and 'source' are in args_json)"]
+    routing_key: Annotated[str | None, "string",
+                           "argument 'routing_key' of exchange.bind, exchange.unbind, queue.bind, "
+                           "queue.unbind, basic.publish, basic.return, basic.deliver, basic.get-ok"]
+    queue: Annotated[str | None, "string",
+                     "argument 'queue' of queue.declare, queue.declare-ok, queue.bind, queue.unbind, "
+                     "queue.purge, queue.delete, basic.consume, basic.get"]
+    consumer_tag: Annotated[str | None, "string",
+                            "argument 'consumer_tag' of basic.consume, basic.consume-ok, basic.cancel, "
+                            "basic.cancel-ok, basic.deliver"]
     delivery_tag: Annotated[int | None, "bigint",
-                            "argument 'delivery_tag' (deliver, get-ok, ack, nack, reject)"]
-    multiple: Annotated[bool | None, "boolean", "argument 'multiple' (ack, nack)"]
-    requeue: Annotated[bool | None, "boolean", "argument 'requeue' (reject, nack, recover)"]
-    redelivered: Annotated[bool | None, "boolean", "argument 'redelivered' (deliver, get-ok)"]
-    mandatory: Annotated[bool | None, "boolean", "argument 'mandatory' (publish)"]
-    immediate: Annotated[bool | None, "boolean", "argument 'immediate' (publish)"]
-    no_ack: Annotated[bool | None, "boolean", "argument 'no_ack' (consume, get)"]
-    no_wait: Annotated[bool | None, "boolean", "argument 'no_wait'"]
-    reply_code: Annotated[int | None, "int", "argument 'reply_code' (close, return)"]
-    reply_text: Annotated[str | None, "string", "argument 'reply_text'"]
+                            "argument 'delivery_tag' of basic.deliver, basic.get-ok, basic.ack, basic.reject, "
+                            "basic.nack (null above bigint's range; args_json keeps it)"]
+    multiple: Annotated[bool | None, "boolean", "argument 'multiple' of basic.ack, basic.nack"]
+    requeue: Annotated[bool | None, "boolean",
+                       "argument 'requeue' of basic.reject, basic.recover-async, basic.recover, basic.nack"]
+    redelivered: Annotated[bool | None, "boolean", "argument 'redelivered' of basic.deliver, basic.get-ok"]
+    mandatory: Annotated[bool | None, "boolean", "argument 'mandatory' of basic.publish"]
+    immediate: Annotated[bool | None, "boolean", "argument 'immediate' of basic.publish"]
+    no_ack: Annotated[bool | None, "boolean", "argument 'no_ack' of basic.consume, basic.get"]
+    no_wait: Annotated[bool | None, "boolean",
+                       "argument 'no_wait' of exchange.declare, exchange.delete, exchange.bind, "
+                       "exchange.unbind, queue.declare, queue.bind, queue.purge, queue.delete, basic.consume, "
+                       "basic.cancel, confirm.select (0-9 spells it 'nowait')"]
+    no_local: Annotated[bool | None, "boolean", "argument 'no_local' of basic.consume"]
+    exclusive: Annotated[bool | None, "boolean",
+                         "argument 'exclusive' of access.request, queue.declare, basic.consume"]
+    passive: Annotated[bool | None, "boolean",
+                       "argument 'passive' of access.request, exchange.declare, queue.declare (only check "
+                       "that it exists)"]
+    durable: Annotated[bool | None, "boolean", "argument 'durable' of exchange.declare, queue.declare"]
+    auto_delete: Annotated[bool | None, "boolean", "argument 'auto_delete' of exchange.declare, queue.declare"]
+    internal: Annotated[bool | None, "boolean", "argument 'internal' of exchange.declare"]
+    exchange_type: Annotated[str | None, "string",
+                             "argument 'type' of exchange.declare: direct, fanout, topic, headers..."]
+    if_unused: Annotated[bool | None, "boolean", "argument 'if_unused' of exchange.delete, queue.delete"]
+    if_empty: Annotated[bool | None, "boolean", "argument 'if_empty' of queue.delete"]
+    prefetch_size: Annotated[int | None, "bigint", "argument 'prefetch_size' of basic.qos (octets)"]
+    prefetch_count: Annotated[int | None, "int", "argument 'prefetch_count' of basic.qos (messages)"]
+    qos_global: Annotated[bool | None, "boolean",
+                          "argument 'global' of basic.qos (RabbitMQ: true per channel, false per consumer)"]
+    message_count: Annotated[int | None, "bigint",
+                             "argument 'message_count' of queue.declare-ok, queue.purge-ok, queue.delete-ok, "
+                             "basic.get-ok"]
+    consumer_count: Annotated[int | None, "bigint", "argument 'consumer_count' of queue.declare-ok"]
+    reply_code: Annotated[int | None, "int",
+                          "argument 'reply_code' of connection.close, channel.close, basic.return"]
+    reply_text: Annotated[str | None, "string",
+                          "argument 'reply_text' of connection.close, channel.close, basic.return"]
     failing_class_id: Annotated[int | None, "int",
                                 "close: class id of the method that caused it (0 when none)"]
     failing_method_id: Annotated[int | None, "int", "close: method id of the method that caused it"]
@@ -181,6 +231,9 @@ class MessagesRow(TypedDict, total=False):
     date: Date
     connection: Connection
     capture: Capture
+    pcap_record: PcapRecord
+    pcap_record_last: PcapRecordLast
+    tcp_stream: TcpStream
     ts: Ts
     ts_ns: TsNs
     client: Client
@@ -189,6 +242,12 @@ class MessagesRow(TypedDict, total=False):
     channel: Channel
     method: Annotated[str | None, "string", "basic.publish, basic.deliver, basic.get-ok or basic.return"]
     stream_offset: Annotated[int | None, "bigint", "offset of the method frame in its direction's stream"]
+    message_key: Annotated[str | None, "string",
+                           "the message's key, what deliveries, publishes and message_flows join on: "
+                           "'<connection>-c<stream_offset>' for a message the client sent (publish), "
+                           "'<connection>-s<stream_offset>' for one the server sent (deliver, get-ok, return); "
+                           "unique, and stable across reruns and across runs (a connection carried into the "
+                           "next run keeps its id and its stream offsets)"]
     exchange: Annotated[str | None, "string", "exchange the message was published to"]
     routing_key: Annotated[str | None, "string", "routing key"]
     delivery_tag: Annotated[int | None, "bigint", "deliver, get-ok: the delivery tag"]
@@ -232,6 +291,9 @@ class DecodeIssuesRow(TypedDict, total=False):
 
     date: Date
     capture: Capture
+    pcap_record: PcapRecord
+    pcap_record_last: PcapRecordLast
+    tcp_stream: TcpStream
     connection: Connection
     ts: Ts
     ts_ns: TsNs
@@ -337,6 +399,9 @@ class DeliveriesRow(TypedDict, total=False):
                                 "which lifetime of the channel number (1 = first channel.open seen; 0 = "
                                 "opened before the capture began)"]
     method: Annotated[str | None, "string", "basic.deliver or basic.get-ok"]
+    message_key: Annotated[str | None, "string",
+                           "the delivered message's key: its messages row (messages.message_key) and its "
+                           "message_flows row (message_flows.message_key)"]
     delivery_tag: Annotated[int | None, "bigint", "the delivery tag"]
     consumer_tag: Annotated[str | None, "string", "deliver: the consumer it went to"]
     queue: Annotated[str | None, "string",
@@ -354,9 +419,9 @@ class DeliveriesRow(TypedDict, total=False):
     requeue: Annotated[bool | None, "boolean", "nack / reject: the requeue flag"]
     settled_at: Annotated[int | None, "timestamp",
                           "time of the settling ack / nack / reject (or of the close)"]
+    settled_ns: Annotated[int | None, "bigint", "settled_at in nanoseconds since the epoch"]
     settle_latency_ms: Annotated[float | None, "double", "settled_at - delivered_at, in milliseconds"]
     settled_by_multiple: Annotated[bool | None, "boolean", "settled by an ack or nack with multiple set"]
-    settled_ns: Annotated[int | None, "bigint", "settled_at in nanoseconds since the epoch"]
     message_id: Annotated[str | None, "string", "property message-id of the delivered message"]
     correlation_id: Annotated[str | None, "string", "property correlation-id"]
     app_id: Annotated[str | None, "string", "property app-id"]
@@ -380,6 +445,9 @@ class PublishesRow(TypedDict, total=False):
     channel: Channel
     channel_instance: Annotated[int | None, "int",
                                 "which lifetime of the channel number (0 = opened before the capture)"]
+    message_key: Annotated[str | None, "string",
+                           "the published message's key: its messages row (messages.message_key) and its "
+                           "message_flows rows (message_flows.publish_message_key)"]
     published_at: Annotated[int | None, "timestamp", "time of the basic.publish frame"]
     published_ns: Annotated[int | None, "bigint", "the same, nanoseconds since the epoch"]
     exchange: Annotated[str | None, "string", "exchange"]
@@ -387,6 +455,7 @@ class PublishesRow(TypedDict, total=False):
     mandatory: Annotated[bool | None, "boolean", "the mandatory flag"]
     message_id: Annotated[str | None, "string", "property message-id"]
     correlation_id: Annotated[str | None, "string", "property correlation-id"]
+    app_id: Annotated[str | None, "string", "property app-id"]
     body_size: Annotated[int | None, "bigint", "body size"]
     body_sha256: Annotated[str | None, "string", "SHA-256 of the body; null unless complete"]
     confirm_seq: Annotated[int | None, "bigint",
@@ -395,6 +464,7 @@ class PublishesRow(TypedDict, total=False):
     confirm_outcome: Annotated[str | None, "string",
                                "ack, nack or unconfirmed (no confirm seen); null when not in confirm mode"]
     confirmed_at: Annotated[int | None, "timestamp", "time of the broker's basic.ack / basic.nack"]
+    confirmed_ns: Annotated[int | None, "bigint", "confirmed_at in nanoseconds since the epoch"]
     confirm_latency_ms: Annotated[float | None, "double", "confirmed_at - published_at, in milliseconds"]
     confirmed_by_multiple: Annotated[bool | None, "boolean",
                                      "confirmed by an ack or nack with multiple set"]
@@ -403,8 +473,6 @@ class PublishesRow(TypedDict, total=False):
     return_text: Annotated[str | None, "string", "basic.return reply text"]
     tx_outcome: Annotated[str | None, "string",
                           "on a tx channel: committed, rolled-back or uncommitted; else null"]
-    confirmed_ns: Annotated[int | None, "bigint", "confirmed_at in nanoseconds since the epoch"]
-    app_id: Annotated[str | None, "string", "property app-id"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -605,6 +673,13 @@ class MessageFlowsRow(TypedDict, total=False):
     match: Annotated[str | None, "string",
                      "how the pair was matched: message_id, or body (SHA-256 with exchange and routing "
                      "key), in time order per consumer; null for a side left alone"]
+    message_key: Annotated[str | None, "string",
+                           "the delivery's message key (deliveries.message_key, messages.message_key): one row "
+                           "per delivery, so unique where set; null for a publish never delivered"]
+    publish_message_key: Annotated[str | None, "string",
+                                   "the publish's message key (publishes.message_key, messages.message_key); "
+                                   "repeated on every delivery of a fan-out; null for a delivery whose publish "
+                                   "is outside the capture"]
     message_id: Annotated[str | None, "string", "property message-id"]
     body_sha256: Annotated[str | None, "string", "SHA-256 of the body"]
     exchange: Annotated[str | None, "string", "exchange published to"]
@@ -706,7 +781,8 @@ def markdown(tables=RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES + LOG_TABLES) -
     lines = ["# Tables", "",
              "Generated from `amqp_decode/tables.py` (`python -m amqp_decode.tables > docs/tables.md`); "
              "do not edit by hand. All tables are Delta, partitioned by `date` (UTC date of the "
-             "traffic).", ""]
+             "traffic). Where tshark's and Packetbeat's AMQP fields are: [`fields.md`](fields.md); the join "
+             "keys: [`queries.md`](queries.md).", ""]
     for table in tables:
         lines += [f"## `{table.name}`", "", table.description, "", "| column | type | meaning |",
                   "|---|---|---|"]

@@ -16,6 +16,7 @@ consumers are held.
 from __future__ import annotations
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros, where_from
+from amqp_decode.rows import message_key
 from amqp_decode.tables import DELIVERIES
 
 SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}
@@ -118,7 +119,9 @@ class DeliveryRules:
 
     def _delivery(self, row: dict, queue, message: dict) -> dict:
         return {**where_from(row), "channel": row["channel"], "channel_instance": self.instance,
-                "method": row["method"], "delivery_tag": row["delivery_tag"],
+                "method": row["method"],
+                "message_key": message_key(row["connection"], row["direction"], row["stream_offset"]),
+                "delivery_tag": row["delivery_tag"],
                 "consumer_tag": row["consumer_tag"], "queue": queue, "exchange": row["exchange"],
                 "routing_key": row["routing_key"], "redelivered": row["redelivered"],
                 "delivered_at": micros(row["ts_ns"]), "delivered_ns": row["ts_ns"],

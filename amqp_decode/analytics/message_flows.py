@@ -21,9 +21,9 @@ from typing import Iterable, Iterator
 from amqp_decode.analytics.common import micros
 
 # The columns of each side the rule and its rows need.
-PUBLISH_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "published_ns",
+PUBLISH_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "message_key", "published_ns",
                    "message_id", "body_sha256", "exchange", "routing_key")
-DELIVERY_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "consumer_tag",
+DELIVERY_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "message_key", "consumer_tag",
                     "delivery_tag", "redelivered", "delivered_ns", "message_id", "body_sha256", "exchange",
                     "routing_key", "queue", "settled_ns", "outcome")
 
@@ -92,6 +92,7 @@ def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
 
     return {"date": either("date"), "capture": either("capture"), "source": either("source"),
             "provisional": bool(p.get("provisional") or d.get("provisional")), "match": how,
+            "message_key": d.get("message_key"), "publish_message_key": p.get("message_key"),
             "message_id": either("message_id"), "body_sha256": either("body_sha256"),
             "exchange": either("exchange"), "routing_key": either("routing_key"),
             "publisher_connection": p.get("connection"), "publisher_channel": p.get("channel"),

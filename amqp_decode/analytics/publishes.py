@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import deque
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros, where_from
+from amqp_decode.rows import message_key
 from amqp_decode.tables import PUBLISHES
 
 RELEVANT = frozenset({"channel.open", "channel.close", "channel.close-ok", "confirm.select", "tx.select",
@@ -129,6 +130,7 @@ class PublishRules:
         message = message or {}
         publish = _Publish({
             **where_from(row), "channel": row["channel"], "channel_instance": self.instance,
+            "message_key": message_key(row["connection"], row["direction"], row["stream_offset"]),
             "published_at": micros(row["ts_ns"]), "published_ns": row["ts_ns"], "exchange": row["exchange"],
             "routing_key": row["routing_key"], "mandatory": row["mandatory"],
             "message_id": message.get("message_id"), "correlation_id": message.get("correlation_id"),

@@ -75,3 +75,19 @@ def test_corrupted_payloads(frame, data, ):
         for _ in range(data.draw(st.integers(1, 4))):
             raw[data.draw(st.integers(11, len(raw) - 2))] = data.draw(st.integers(0, 255))
     agree(version, bytes(raw), )
+
+
+def test_timestamps_are_typed_in_both_decoders():
+    """The `timestamp` property (and any field of the spec's timestamp domain) is a Timestamp,
+    from the generated decoders and from the loops alike."""
+    from amqp_decode.fieldtable import Timestamp
+    data = bytes.fromhex(PROPERTIES)
+    for loops in (True, False):
+        before = codec_module.COMPILED
+        codec_module.COMPILED = loops
+        try:
+            frame, _ = CODECS["0-9-1"].decode_frame(data)
+        finally:
+            codec_module.COMPILED = before
+        stamp = frame.properties["timestamp"]
+        assert type(stamp) is Timestamp and stamp.isoformat() == "2026-11-21T00:00:00Z", loops
