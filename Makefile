@@ -12,7 +12,9 @@ STAMP := $(VENV)/.installed-$(CHECKOUT_ID)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.pxd)
+# The compiled build is made from the .py files: a changed one rebuilds it (a stale extension
+# would silently run the old code).
+$(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.pxd amqp_decode/*.py amqp_decode/*/*.py)
 	@if [ -d $(VENV) ] && [ "$$(cat $(VENV)/.checkout 2>/dev/null)" != "$(CURDIR)" ]; then \
 		echo "amqpcap: $(VENV) was made for another checkout: rebuilding it"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,11 +30,12 @@ run: setup
 	$(VENV)/bin/amqpcap run --input $(SAMPLES) --lake $(LAKE)
 
 # The whole suite on the installed (compiled, where a C compiler was there) build, then the
-# decoder's tests again on the interpreted modules, the reference the compiled build must equal.
+# decoder's tests (and the fuzz suite's quick part) again on the interpreted modules, the reference
+# the compiled build must equal.
 test: setup
 	$(VENV)/bin/ruff check --quiet .
 	$(PY) -m pytest -q
-	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q -m "not slow" tests/codec tests/capture tests/analytics
+	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q -m "not slow" tests/codec tests/capture tests/analytics tests/fuzz
 
 quick: setup  # the inner loop: everything but the Spark end-to-end tests
 	$(PY) -m pytest -q -m "not slow"
