@@ -42,6 +42,20 @@ def rows_to_batch(table: Table, rows: list[dict], constants: dict | None = None,
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+class _Layout:
+    """How one table's rows are held until written: as tuples of the file's columns in schema
+    order, `date` first (it goes to the path), made when the row comes, while its dict is still
+    in the CPU's cache. Converting a batch of held dicts instead costs ~3x more (every column is
+    a walk over thousands of scattered dicts: tens of MB for the frames table's 60 columns)."""
+
+    __slots__ = ("schema", "names", "run_id_at")
+
+    def __init__(self, table: Table) -> None:
+        self.schema = table.arrow(("date",))
+        self.names = ("date", *self.schema.names)
+        self.run_id_at = self.schema.get_field_index("run_id")
+
+
 class TableFiles:
     """Collects rows per table and writes them as Parquet as they come (bounded memory)."""
 
@@ -50,14 +64,20 @@ class TableFiles:
         self.run_id = run_id
         self.tag = tag
         self.batch_rows = batch_rows
-        self.rows: dict[str, list[dict]] = {}
+        self.rows: dict[str, list[tuple]] = {}
+        self.layouts: dict[str, _Layout] = {}
         self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
 
     def add(self, table: Table, row: dict) -> None:
-        rows = self.rows.setdefault(table.name, [])
-        rows.append(row)
+        name = table.name
+        layout = self.layouts.get(name)
+        if layout is None:
+            layout = self.layouts[name] = _Layout(table)
+            self.rows[name] = []
+        rows = self.rows[name]
+        rows.append(tuple(map(row.get, layout.names)))
         if len(rows) >= self.batch_rows:
-            self._flush(table.name)
+            self._flush(name)
 
     def close(self) -> list[dict]:
         """Write what is left, close every file; their metadata."""
@@ -79,11 +99,16 @@ class TableFiles:
         if not rows:
             return
         table = TABLES[name]
-        by_day: dict[str, list[dict]] = {}
+        layout = self.layouts[name]
+        by_day: dict[object, list[tuple]] = {}
         for row in rows:
-            by_day.setdefault(row["date"].isoformat(), []).append(row)
-        for day, part in by_day.items():
-            batch = rows_to_batch(table, part, {"run_id": self.run_id}, without=("date",))
+            part = by_day.get(row[0])
+            if part is None:
+                part = by_day[row[0]] = []
+            part.append(row)
+        for date, part in by_day.items():
+            day = date.isoformat()
+            batch = self._batch(layout, part)
             key = (name, day)
             if key not in self.writers:
                 relative = f"date={day}/part-{self.run_id[:8]}-{self.tag}{uuid.uuid4().hex[:12]}.parquet"
@@ -96,6 +121,14 @@ class TableFiles:
             key_column = table.replace_key
             if key_column in batch.schema.names:  # the distinct keys, in C++ rather than a loop over rows
                 captures.update(v for v in pc.unique(batch.column(key_column)).to_pylist() if v is not None)
+
+
+    def _batch(self, layout: _Layout, rows: list[tuple]) -> pa.RecordBatch:
+        columns = list(zip(*rows))
+        arrays = [pa.array(columns[i + 1], type=field.type) for i, field in enumerate(layout.schema)]
+        if layout.run_id_at >= 0:
+            arrays[layout.run_id_at] = pa.array([self.run_id] * len(rows), pa.string())
+        return pa.RecordBatch.from_arrays(arrays, schema=layout.schema)
 
 
 FILES_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("size", pa.int64()),
