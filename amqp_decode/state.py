@@ -66,7 +66,7 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
         "amqp": {"id": connection.id, "version": connection.version, "client": connection.client,
                  "client_reason": connection.client_reason, "status": connection.status,
                  "pending": connection.pending, "ignored_bytes": connection.ignored_bytes,
-                 "early_gaps": connection.early_gaps, "first_capture": name(connection.first_capture),
+                 "first_capture": name(connection.first_capture),
                  "contents": {key: _content(c) for key, c in connection.contents.items()},
                  "readers": [_reader(r, name) for r in connection.readers]},
     }
@@ -195,7 +195,6 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
     connection.status = amqp["status"]
     connection.ignored_bytes = amqp["ignored_bytes"]
     connection.first_capture = index(amqp["first_capture"])
-    connection.early_gaps = [tuple(g) for g in amqp["early_gaps"]]
     if amqp["client"] is not None:
         connection._decide_client(1 - amqp["client"] if flipped else amqp["client"], amqp["client_reason"])
     connection.pending = [((1 - d) if flipped else d, record) for d, record in amqp["pending"]]

@@ -81,14 +81,15 @@ cdef class AmqpConnection(StreamSink):
     cdef public list pending
     cdef public dict contents
     cdef public long long ignored_bytes
-    cdef public list early_gaps
+    cdef public list held
+    cdef public long long held_bytes
     cdef public int first_capture
     cdef public object client_reason
     cdef public object end_reason
 
     cpdef dict summary(self)
     cpdef bint syn_seen(self, int direction)
-    cpdef _classify(self, int direction, bytes data)
+    cpdef _classify(self, int direction)
     cpdef _port_guess(self, object server_ports=*)
     cpdef protocol_header(self, FrameReader reader, object header, long long offset)
     cpdef bint no_protocol_header(self, FrameReader reader, object buf, long long pos)
@@ -99,6 +100,8 @@ cdef class AmqpConnection(StreamSink):
                 bint intact=*, object ts=*)
     cpdef body_bytes(self, FrameReader reader, int channel, object data)
     cpdef streamed_body(self, FrameReader reader, dict body, long long end)
+    cpdef body_mark(self, FrameReader reader, int channel)
+    cpdef body_lost(self, FrameReader reader, dict body)
     cpdef _hash(self, object content, object data)
     cpdef _close_content(self, tuple key, bint complete, str why=*)
     cpdef issue(self, FrameReader reader, str kind, str detail, long long skipped, long long start, long long end,

@@ -128,6 +128,7 @@ class FrameReader:
         lost_from = self.base
         self.skip_detail = ""
         if self.state == BODY:  # the gap runs past the body's end: the frame is lost
+            self.connection.body_lost(self, self.body)
             buffered += self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
             lost_from = self.body["start"]
             self.body = None
@@ -143,6 +144,7 @@ class FrameReader:
         self._process(final=True)
         left = len(self.buf)
         if self.state == BODY:
+            self.connection.body_lost(self, self.body)
             done = self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
             self._issue("truncated", f"stream ended inside a {self.body['size']}-byte body frame",
                         done + left, self.body["start"], self.end, self.body["channel"])
@@ -327,7 +329,8 @@ class FrameReader:
         start = self.base + pos
         first_ts, _, capture, record, _ = self.timestamps(start, start + 1)  # its chunk is forgotten meanwhile
         self.body = {"start": start, "channel": channel, "size": size, "remaining": size + 1,
-                     "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture, "record": record}
+                     "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture, "record": record,
+                     "mark": self.connection.body_mark(self, channel)}
         self.state = BODY
         self._feed_body(buf, pos + FRAME_HEADER_SIZE)
         return True
@@ -349,6 +352,7 @@ class FrameReader:
             self.state = FRAMES
             frame_end = self.connection.codec.frame_end
             if end_octet != frame_end:
+                self.connection.body_lost(self, body)
                 self._issue("framing", f"bad-frame-end: octet after a {body['size']}-byte body payload "
                             f"is {end_octet:#04x}, not {frame_end:#04x}", body["size"] + 8 - body["lost"],
                             body["start"], self.base + pos, body["channel"])
@@ -457,7 +461,10 @@ class AmqpConnection(StreamSink):
         self.pending: list[tuple[int, dict]] = []
         self.contents: dict[tuple[int, int], _Content] = {}
         self.ignored_bytes = 0
-        self.early_gaps: list[tuple[int, int, int, int]] = []
+        # While undecided: what came, in order ((direction, offset, data, ts, capture, record)
+        # and gaps (direction, offset, size, ts)), for the readers once the bytes tell.
+        self.held: list[tuple] = []
+        self.held_bytes = 0
         self.first_capture = -1  # file of the first byte: the capture for records tied to no packet
         self.client_reason: str | None = None
         self.end_reason: str | None = None
@@ -468,11 +475,13 @@ class AmqpConnection(StreamSink):
         if self.first_capture < 0:
             self.first_capture = capture
         if self.status == "undecided":
-            self._classify(direction, data)
-            if self.status == "amqp":  # gaps reported before anything could be classified
-                for early in self.early_gaps:
-                    self.readers[early[0]].gap(*early[1:])
-            self.early_gaps = []
+            self.held.append((direction, offset, data, ts_ns, capture, record))
+            self.held_bytes += len(data)
+            self._classify(direction)
+            if self.status == "undecided":
+                return
+            self._replay_held()
+            return
         if self.status != "amqp":
             self.ignored_bytes += len(data)
             return
@@ -482,7 +491,7 @@ class AmqpConnection(StreamSink):
         if self.status == "amqp":
             self.readers[direction].gap(offset, size, ts_ns)
         elif self.status == "undecided":
-            self.early_gaps.append((direction, offset, size, ts_ns))
+            self.held.append((direction, offset, size, ts_ns))
 
     def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
         if self.status == "amqp":
@@ -494,6 +503,9 @@ class AmqpConnection(StreamSink):
 
     def end(self, reason: str, ts_ns: int) -> None:
         self.end_reason = reason
+        if self.status == "undecided" and self.held_bytes:  # the stream ended before its bytes told
+            self._classify(-1)
+            self._replay_held()
         if self.status == "tls":  # flagged, not decoded: one issue with what was skipped
             client = self._port_guess(self.settings.tls_ports)
             self._decide_client(client if client is not None else self.tcp.syn_from, "TLS port")
@@ -539,21 +551,94 @@ class AmqpConnection(StreamSink):
     def syn_seen(self, direction: int) -> bool:
         return self.tcp.halves[direction].syn
 
-    def _classify(self, direction: int, data: bytes) -> None:
+    def _classify(self, direction: int) -> None:
+        """Decide what the connection carries, from its ports, else from the bytes held so far
+        (`direction` sent the latest; -1: the stream ended, decide with what there is)."""
         if self.ports[0] in self.settings.tls_ports or self.ports[1] in self.settings.tls_ports:
             self.status = "tls"
             return
-        if data[:4] == b"AMQP" or self.ports[0] in self.settings.amqp_ports \
-                or self.ports[1] in self.settings.amqp_ports:
-            self.status = "amqp"
-            if self.tcp.syn_from is not None:
-                self._decide_client(self.tcp.syn_from, "SYN")
-            elif data[:4] != b"AMQP":
-                port_client = self._port_guess()
-                if port_client is not None:
-                    self._decide_client(port_client, "port")
+        on_port = self.ports[0] in self.settings.amqp_ports or self.ports[1] in self.settings.amqp_ports
+        verdict = True if on_port else self._looks_amqp(direction)
+        if verdict is None:
+            if direction >= 0 and self.held_bytes < UNDECIDED_HOLD:
+                return  # too few bytes to tell yet: hold them
+            verdict = False
+        if not verdict:
+            self.status = "not-amqp"
             return
-        self.status = "not-amqp"
+        self.status = "amqp"
+        if self.tcp.syn_from is not None:
+            self._decide_client(self.tcp.syn_from, "SYN")
+        elif on_port and not self._starts(b"AMQP"):
+            port_client = self._port_guess()
+            if port_client is not None:
+                self._decide_client(port_client, "port")
+
+    def _looks_amqp(self, direction: int):
+        """On a port of no known protocol: True when a direction's first bytes are a protocol
+        header or AMQP frames (a capture may begin mid-connection, or with the server's segment),
+        False when they cannot be, None when more bytes are needed. A protocol header split over
+        segments is waited for; frames must chain (two, or one ending exactly where the bytes do,
+        a method the spec knows), so another binary protocol is not taken for AMQP."""
+        undecided = False
+        for side in (0, 1):
+            head = self._head(side)
+            if not head:
+                continue
+            if head[:4] == b"AMQP":
+                return True
+            if len(head) < 4 and b"AMQP".startswith(head):
+                undecided = True
+                continue
+            verdict = self._frames_at_start(head)
+            if verdict:
+                return True
+            if verdict is None:
+                undecided = True
+        return None if undecided else False
+
+    def _frames_at_start(self, head: bytes):
+        codec = self.codec
+        first = _plausible(codec, head, 0, self.settings.resync_max_frame)
+        if first is None or first is False:
+            return first
+        if head[0] == 1:  # a method frame: its class and method must be the spec's
+            if first - 1 < FRAME_HEADER_SIZE + 4:
+                return False
+            class_method = int.from_bytes(head[FRAME_HEADER_SIZE:FRAME_HEADER_SIZE + 4], "big")
+            if class_method not in codec._methods:
+                return False
+        if first == len(head):
+            return True if head[0] == 1 else None
+        second = _plausible(codec, head, first, self.settings.resync_max_frame)
+        return second if second is None or second is False else True
+
+    def _head(self, side: int) -> bytes:
+        """The bytes held of one direction from its first held byte, up to a gap."""
+        parts, expected = [], -1
+        for item in self.held:
+            if item[0] != side:
+                continue
+            if len(item) == 4 or (expected >= 0 and item[1] != expected):
+                break
+            parts.append(item[2])
+            expected = item[1] + len(item[2])
+        return b"".join(parts)
+
+    def _starts(self, prefix: bytes) -> bool:
+        return any(self._head(side).startswith(prefix) for side in (0, 1))
+
+    def _replay_held(self) -> None:
+        """The held bytes and gaps, in their order, to the frame readers (or counted as ignored)."""
+        held, self.held, self.held_bytes = self.held, [], 0
+        for item in held:
+            if len(item) == 4:
+                if self.status == "amqp":
+                    self.readers[item[0]].gap(*item[1:])
+            elif self.status == "amqp":
+                self.readers[item[0]].data(*item[1:])
+            else:
+                self.ignored_bytes += len(item[2])
 
     def _port_guess(self, server_ports: frozenset[int] | None = None) -> int | None:
         """The client's direction when exactly one side is on a server port."""
@@ -696,6 +781,28 @@ class AmqpConnection(StreamSink):
         if content is not None and content.body_size is not None:
             self._hash(content, data)
 
+    def body_mark(self, reader: FrameReader, channel: int):
+        """Where a large body frame's bytes start in its message's kept bytes: (body, bytes kept
+        for carrying; -1 for none), to take them out again if the frame is lost."""
+        content = self.contents.get((reader.direction, channel))
+        if content is None or content.body_size is None:
+            return None
+        return (len(content.body) if content.body is not None else -1,
+                len(content.received_bytes) if content.received_bytes is not None else -1)
+
+    def body_lost(self, reader: FrameReader, body: dict) -> None:
+        """A large body frame streamed in part, then lost (bad frame-end, a gap past it, the
+        stream's end): its bytes leave the message's body, and the message cannot be complete."""
+        content = self.contents.get((reader.direction, body["channel"]))
+        mark = body.get("mark")
+        if content is None or mark is None:
+            return
+        content.intact = False
+        if content.body is not None and mark[0] >= 0:
+            del content.body[mark[0]:]
+        if content.received_bytes is not None and mark[1] >= 0:
+            del content.received_bytes[mark[1]:]
+
     def streamed_body(self, reader: FrameReader, body: dict, end: int) -> None:
         last = reader.timestamps(end - 1, end)
         self._body(reader, body["channel"], None, body["start"], end, intact=body["intact"],
@@ -803,6 +910,7 @@ def _frame_start_pattern(codec: Codec, limit: int) -> re.Pattern:
 
 
 FRAME_START_BYTES = 5  # what _frame_start_pattern looks at, at most
+UNDECIDED_HOLD = 1 << 16  # bytes held on a port of no known protocol before deciding it is not AMQP
 
 
 

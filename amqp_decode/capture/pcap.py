@@ -179,7 +179,7 @@ class PcapReader:
                     self._damaged(at, resume, index, _why(rules, sec, sub, caplen, origlen, last_sec))
                 else:
                     caplen_before, origlen_before = self._lengths_at(pending_at)
-                    resume = self._find(pending_at + PCAP_RECORD)
+                    resume = self._find(pending_at + 1)  # the header itself may be garbage before a record
                     if resume == at:  # only the time jumped, and records follow: a quiet capture
                         pass
                     elif 0 <= resume < at or (caplen_before < origlen_before

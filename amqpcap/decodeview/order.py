@@ -64,9 +64,9 @@ def low_watermark(decoder) -> int | None:
                 if pending[3] < low:
                     low = pending[3]
         if status == "undecided":
-            for gap in sink.early_gaps:  # (direction, offset, size, ts_ns)
-                if gap[3] < low:
-                    low = gap[3]
+            for held in sink.held:  # bytes (direction, offset, data, ts_ns, ...) and gaps (..., ts_ns)
+                if held[3] < low:
+                    low = held[3]
             continue
         for reader in sink.readers:
             low = _reader_low(reader, low)

@@ -48,14 +48,34 @@ def test_client_from_protocol_header_on_any_port(tmp_path):
     assert Counter(r["dir"] for r in records if r.get("method") == "basic.publish") == {"C>S": 21}
 
 
-def test_mid_stream_on_another_port_needs_the_port_setting(tmp_path):
+def test_mid_stream_on_another_port_is_known_by_its_frames(tmp_path):
+    """A capture that begins after the handshake, on a port of no known protocol: the first bytes
+    are AMQP frames (a known method, frame-end octets where the sizes say), so it is decoded; the
+    port setting then only tells who the client is."""
     frames = [f for f in small() if f.name != "protocol-header"]
     path = write(tmp_path, "mid_other_port", frames, server=("10.1.0.9", 15000), handshake=False)
     records, stats = decode(path)
-    assert records == [] and stats.connections == {"not-amqp": 1}
+    assert stats.connections == {"amqp": 1}
+    assert sum(r.get("method") == "basic.publish" for r in records) == 21
+    assert stats.connection_summaries[0]["client_decided_by"].startswith("direction of connection.")
     records, stats = decode(path, amqp_ports=(15000,))
     assert sum(r.get("method") == "basic.publish" for r in records) == 21
     assert stats.connection_summaries[0]["client_decided_by"] == "port"
+
+
+@pytest.mark.parametrize("first", [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+                                   b"\x01\x00\x00\x00\x00\x00\x04\x00\x0a\x00\x0a\x00\xce",
+                                   b"\x01\x00\x01\x00\x00\x00\x05\x00\x77\x00\x01\x00\xce" + b"\x00" * 40])
+def test_other_protocols_on_another_port_are_not_taken_for_amqp(tmp_path, first):
+    """HTTP, TLS, and binary that begins like an AMQP frame but whose frame-end or method does not
+    fit: not decoded, every byte counted as ignored."""
+    path = tmp_path / "other.pcap"
+    segments = [craft.Segment("C>S", 0, first), craft.Segment("C>S", len(first), b"\x00" * 64)]
+    capture = craft.Capture("other", "", segments, [])
+    craft.write_pcap(path, craft.tcp_packets(capture, server=("10.1.0.9", 15000)))
+    records, stats = decode(path)
+    assert [r for r in records if r["kind"] != "issue"] == [] and stats.connections == {"not-amqp": 1}
+    assert stats.ignored_bytes == len(first) + 64
 
 
 def test_client_from_method_directions_when_nothing_else_tells(tmp_path):
