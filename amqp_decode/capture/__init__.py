@@ -57,7 +57,7 @@ import os
 from typing import Iterator
 
 from amqp_decode.capture import scapy_reader
-from amqp_decode.capture.boundaries import PCAP_HEADER, PCAP_MAGICS, PCAPNG_MAGIC, block_length, pcap_rules
+from amqp_decode.capture.boundaries import LEARN_BYTES, PCAP_HEADER, PCAP_MAGICS, PCAPNG_MAGIC, block_length, pcap_rules
 from amqp_decode.capture.info import LINK_TYPE_NAMES, CaptureError, CaptureInfo, CaptureIssue
 from amqp_decode.capture.pcap import PcapReader
 from amqp_decode.capture.pcapng import PcapngReader
@@ -110,7 +110,7 @@ def read_records(path: str, info: CaptureInfo | None = None, source=None, *, sta
 
 
 def _pcap(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close) -> PcapReader:
-    window.extend(0, PCAP_HEADER + 16)
+    window.extend(0, PCAP_HEADER + LEARN_BYTES)  # the first records teach the origlen rule
     rules = pcap_rules(window.buf, 0)
     if rules is None:
         raise CaptureError(path, "not a pcap or pcapng capture (the pcap header is cut short)")

@@ -32,6 +32,8 @@ import struct
 CHAIN = 4  # records (blocks) a boundary needs ahead of it, unless the file ends first
 MAX_CAPLEN = 1 << 18  # libpcap's MAXIMUM_SNAPLEN: libpcap itself refuses longer records
 MAX_ORIGLEN = 1 << 27  # a packet longer than 128 MiB on the wire is no packet (wiretap's bound)
+LEARN_RECORDS = 8  # pcap: records whose lengths tell whether the writer keeps origlen >= caplen
+LEARN_BYTES = 1 << 16  # read ahead of the first record to learn from (up to LEARN_RECORDS fit)
 DAY = 86_400  # the most a record's seconds may differ from its neighbour's in a chain
 MAX_BLOCK = 1 << 24  # pcapng: a block longer than 16 MiB is damage (packets are <= MAX_CAPLEN)
 PCAP_HEADER = 24
@@ -72,7 +74,7 @@ class PcapRules:
         self.sub_max = 1_000_000_000 if nano else 1_000_000
         self.scale = 1 if nano else 1000
         # origlen >= caplen holds for every writer seen, but a writer that breaks it would make
-        # every record look damaged: learned from the file's first record (see learn_origlen).
+        # every record look damaged: learned from the file's first records (see learn_origlen).
         self.check_origlen = True
 
     @property
@@ -84,12 +86,29 @@ class PcapRules:
                 and not (origlen < caplen and self.check_origlen) and (caplen or origlen) > 0)
 
     def learn_origlen(self, buf: bytes, o: int) -> None:
-        """The first record after a global header is a record by definition: if its origlen is
-        below its caplen (or zero), this writer does not keep the rule, and it is not checked."""
-        if len(buf) - o >= PCAP_RECORD:
-            _, _, caplen, origlen = self.header.unpack_from(buf, o)
-            if caplen <= MAX_CAPLEN and (origlen < caplen or origlen == 0):
-                self.check_origlen = False
+        """The first records after a global header are records by definition (damage aside): if
+        two of the first LEARN_RECORDS (or a file's only record) have origlen below caplen (or
+        zero), this writer does not keep the rule, and it is not checked. One such record is
+        damage, and the rule stays: without it, a boundary search after damage can accept headers
+        read 4 bytes late (seconds = microseconds, origlen = the first payload bytes) and misread
+        every record after it (fuzz finding F6)."""
+        unpack = self.header.unpack_from
+        seen = breaks = 0
+        first_sec = -1
+        while seen < LEARN_RECORDS and len(buf) - o >= PCAP_RECORD:
+            sec, sub, caplen, origlen = unpack(buf, o)
+            if seen == 0:
+                first_sec = sec
+            # where damage (a wrong caplen) sends the walk into a payload, stop: what it reads
+            # there is no record and must not teach the rule
+            if (caplen > MAX_CAPLEN or sub > self.sub_max or origlen > MAX_ORIGLEN
+                    or not (caplen or origlen) or not -DAY <= sec - first_sec <= DAY):
+                break
+            seen += 1
+            breaks += origlen < caplen or origlen == 0
+            o += PCAP_RECORD + caplen
+        if breaks >= 2 or breaks == seen == 1 and o == len(buf):  # (a file of one record)
+            self.check_origlen = False
 
 
 def pcap_rules(buf: bytes, o: int) -> PcapRules | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from amqp_decode.capture.boundaries import (ACCEPTED, CHAIN, DAY, FOUND, MAX_CAPLEN, MAX_ORIGLEN, MORE,
+from amqp_decode.capture.boundaries import (ACCEPTED, CHAIN, DAY, FOUND, LEARN_BYTES, MAX_CAPLEN, MAX_ORIGLEN, MORE,
                                             PCAP_HEADER, PCAP_RECORD, PcapRules, find_pcap_boundary,
                                             pcap_chain, pcap_rules, is_pcap_header)
 from amqp_decode.capture.info import (CONCATENATED_CAPTURE, DAMAGED_RECORD_HEADER, TRUNCATED_FILE,
@@ -271,8 +271,8 @@ class PcapReader:
             return None
         rules = pcap_rules(window.buf, p)
         if rules is not None:
-            if len(window.buf) - p < PCAP_HEADER + PCAP_RECORD and not window.eof:
-                window.extend(keep - window.base, at - keep + PCAP_HEADER + PCAP_RECORD)
+            if len(window.buf) - p < PCAP_HEADER + LEARN_BYTES and not window.eof:
+                window.extend(keep - window.base, at - keep + PCAP_HEADER + LEARN_BYTES)
             rules.learn_origlen(window.buf, at - window.base + PCAP_HEADER)
         return rules
 

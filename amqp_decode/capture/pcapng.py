@@ -91,7 +91,8 @@ class PcapngReader:
 
     def _first_boundary(self, start: int) -> int:
         """B(start), and the section and interfaces in force there, from the blocks at the start of
-        the file (interfaces described further on are learnt only if a packet names one)."""
+        the file, past damage as a whole read passes it (interfaces described further on are learnt
+        only if a packet names one)."""
         window = self.window
         window.seek(start)
         found = self._find(start)
@@ -107,7 +108,16 @@ class PcapngReader:
                 window.extend(p, length)
                 p = 0
                 length, order = block_length(window.buf, p, self.order)  # now with its trailing length
-            if not length or len(window.buf) - p < length:
+            if not length:  # damage before the range: skipped as a whole read skips it (F5)
+                framing, _ = block_length(window.buf, p, self.order, content=False)
+                if framing and len(window.buf) - p >= framing:
+                    p += framing
+                    continue
+                if self._find(window.base + p + 1) < 0:
+                    break
+                p = 0  # the window starts at the next block
+                continue
+            if len(window.buf) - p < length:
                 break
             block_type = struct.unpack_from(order + "I", window.buf, p)[0]
             if block_type in (EPB, SPB, PB):

@@ -156,11 +156,21 @@ def _records_with(lengths: list[tuple[int, int]], usec: list[int] | None = None,
 
 
 def test_a_writer_whose_origlen_is_below_caplen_is_read_whole():
-    """Some writers put 0, or less than caplen, in origlen: learnt from the first record."""
-    for lengths in ([(60, 0)] * 30, [(100, 60)] * 30, [(60, 0), (70, 70), (80, 0)] * 10):
+    """Some writers put 0, or less than caplen, in origlen: learnt from the first records (two
+    that do, or a file of one record)."""
+    for lengths in ([(60, 0)] * 30, [(100, 60)] * 30, [(60, 0), (70, 70), (80, 0)] * 10,
+                    [(70, 70), (60, 0), (70, 70)] * 10, [(60, 0)]):
         data = _records_with(lengths)
         records, info = read(data)
-        assert records == scapy(data) and len(records) == 30 and info.ok, lengths
+        assert records == scapy(data) and len(records) == len(lengths) and info.ok, lengths
+
+
+def test_one_record_below_its_caplen_at_the_start_is_damage_not_a_writer():
+    """One first record with origlen < caplen among good ones keeps the origlen rule (fuzz
+    finding F6): the record is reported as damage and the rest is read as written."""
+    data = _records_with([(60, 59)] + [(60 + i, 60 + i) for i in range(1, 12)])
+    records, info = read(data)
+    assert records == scapy(data)[1:] and [i.kind for i in info.issues] == ["damaged-record-header"], info.issues
 
 
 def test_records_longer_than_the_snaplen_and_rounded_microseconds():

@@ -138,11 +138,9 @@ def test_f4_a_range_meets_an_undescribed_interface():
     assert ranged == records and [i.kind for i in info.issues] == ["unknown-interface"]
 
 
-@pytest.mark.xfail(strict=True, reason="F5: a pcapng byte range learns the interfaces before its start by reading from "
-                   "the file's start, and stops at damage: interfaces described after it are missed, the range numbers "
-                   "the ones it meets from 0 and its packets get other link types, silently (pcapng.py, "
-                   "PcapngReader._first_boundary)")
 def test_f5_ranges_after_damage_before_the_interfaces():
+    """F5, fixed: a range's catch-up read of the blocks before it passes damage as a whole read
+    does, so it learns the interfaces described after the damage."""
     data = corpus("reader-pcapng-range-interfaces-after-damage.pcapng").read_bytes()
     records, _ = whole(data)
     for cut in range(1, len(data)):
@@ -154,11 +152,10 @@ def test_f5_ranges_after_damage_before_the_interfaces():
         assert parts == records or "inconsistent-ranges" in [i.kind for i in merged.issues], cut
 
 
-@pytest.mark.xfail(strict=True, reason="F6: a pcap whose first record has origlen < caplen turns the origlen check off "
-                   "for the whole file; after damage the boundary search accepts headers read 4 bytes late (seconds = "
-                   "microseconds, origlen = the first payload bytes): every record after it is read misaligned "
-                   "(boundaries.py, PcapRules.learn_origlen/plausible, pcap_chain)")
 def test_f6_records_after_a_damaged_time_are_read_aligned():
+    """F6, fixed: one record with origlen < caplen at the file's start no longer turns the
+    origlen rule off for the whole file (it is learned from the first records, by majority), so
+    the search after damage does not accept headers read 4 bytes late."""
     data = corpus("reader-shifted-headers.pcap").read_bytes()
     literal = parse_capture(data).records  # the file is well formed; record 3's time is three days off
     records, _ = whole(data)
