@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import random
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
@@ -36,7 +35,7 @@ with atheris.instrument_imports(include=["amqp_decode"]):
     import amqp_decode.fieldtable  # noqa: E402,F401
     import amqp_decode.redact  # noqa: E402,F401
 
-from tests.fuzz import mutators, targets  # noqa: E402
+from tests.fuzz import atheris_run, mutators, targets  # noqa: E402
 
 
 def test_one_input(data: bytes) -> None:
@@ -52,23 +51,12 @@ def test_one_input(data: bytes) -> None:
     targets.check_codec(targets.codec(chooser.pick(targets.CODEC_NAMES)), buf, 0)
 
 
-def seed_corpus() -> str:
-    directory = tempfile.mkdtemp(prefix="amqpcap-atheris-codec-")
+def seeds():
     for i, frame in enumerate(mutators.real_frames()):
-        with open(os.path.join(directory, f"frame-{i}"), "wb") as f:
-            f.write(bytes([i % 3]) + frame)
+        yield f"frame-{i}", bytes([i % 3]) + frame
     for i in range(32):
-        with open(os.path.join(directory, f"mutated-{i}"), "wb") as f:
-            f.write(bytes([3]) + random.Random(i).randbytes(64))
-    return directory
-
-
-def main(argv: list[str]) -> None:
-    if not any(not a.startswith("-") for a in argv[1:]):
-        argv = argv + [seed_corpus()]
-    atheris.Setup(argv, test_one_input)
-    atheris.Fuzz()
+        yield f"mutated-{i}", bytes([3]) + random.Random(i).randbytes(64)
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    atheris_run.fuzz(sys.argv, test_one_input, "codec", seeds)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import random
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
@@ -32,7 +31,7 @@ import atheris  # noqa: E402
 with atheris.instrument_imports(include=["amqp_decode.capture"]):
     import amqp_decode.capture  # noqa: E402,F401
 
-from tests.fuzz import mutators, targets  # noqa: E402
+from tests.fuzz import atheris_run, mutators, targets  # noqa: E402
 
 SEEDS = ["heartbeats.pcap", "abrupt_kill.pcap", "crafted/linux_sll.pcap", "ipv6_pcapng.pcapng",
          "crafted/ip_features.pcapng", "kombu_gzip.pcap.gz"]
@@ -53,23 +52,13 @@ def test_one_input(data: bytes) -> None:
     targets.check_reader(mutant.data, mutant.keep, mutant.well_formed, f"{capture.name}: {mutant.what}")
 
 
-def seed_corpus() -> str:
-    directory = tempfile.mkdtemp(prefix="amqpcap-atheris-reader-")
+def seeds():
     for i, name in enumerate(SEEDS):
-        with open(mutators.sample_path(name), "rb") as source, open(os.path.join(directory, f"sample-{i}"), "wb") as f:
-            f.write(b"\x00\x80" + source.read())
+        with open(mutators.sample_path(name), "rb") as source:
+            yield f"sample-{i}", b"\x00\x80" + source.read()
     for i in range(32):
-        with open(os.path.join(directory, f"mutated-{i}"), "wb") as f:
-            f.write(b"\x01" + random.Random(i).randbytes(48))
-    return directory
-
-
-def main(argv: list[str]) -> None:
-    if not any(not a.startswith("-") for a in argv[1:]):
-        argv = argv + [seed_corpus()]
-    atheris.Setup(argv, test_one_input)
-    atheris.Fuzz()
+        yield f"mutated-{i}", b"\x01" + random.Random(i).randbytes(48)
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    atheris_run.fuzz(sys.argv, test_one_input, "reader", seeds)
