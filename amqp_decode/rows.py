@@ -3,8 +3,8 @@
 One decoded record becomes one `frames` row (or one `decode_issues` row for an issue), and each
 content-carrying method also one `messages` row; a connection's end becomes its `streams` row.
 Typed columns hold the arguments people filter on; `args_json` keeps all of them. The analytics
-state machines read these same rows (amqp_decode.analytics), and `rows_to_batch` turns a table's
-rows into an Arrow batch with the table's exact schema.
+state machines read these same rows (amqp_decode.analytics); pipelines.tablefiles turns them into
+Arrow batches with each table's exact schema.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import orjson
 import pyarrow as pa
 
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
-from amqp_decode.tables import FRAMES, Table
+from amqp_decode.tables import FRAMES
 
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime.date(1970, 1, 1)
@@ -191,9 +191,3 @@ class RawRows:
             for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets"):
                 row[f"{prefix}_{name}"] = facts.get(name)
         return row
-
-
-def rows_to_batch(table: Table, rows: list[dict]) -> pa.RecordBatch:
-    schema = table.arrow()
-    columns = [pa.array([row.get(field.name) for row in rows], type=field.type) for field in schema]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
