@@ -30,7 +30,13 @@ def say(message: str) -> None:
 
 
 class OptionalBuildExt(build_ext):
-    """A failed compilation is not a failed install: the interpreted modules are used instead."""
+    """A failed compilation is not a failed install: the interpreted modules are used instead.
+    Modules compile in parallel, one per core (the serial build took minutes)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
 
     def run(self):
         try:

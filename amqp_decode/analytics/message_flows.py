@@ -31,9 +31,11 @@ DELIVERY_COLUMNS = ("date", "capture", "source", "provisional", "connection", "c
 def flow_key(side: dict) -> str:
     """The match key: the message id, else the body hash with the exchange and routing key (absent
     parts left out, as SQL's concat_ws does)."""
-    if side["message_id"] is not None:
-        return "id:" + side["message_id"]
-    return "|".join(p for p in ("body", side["body_sha256"], side["exchange"], side["routing_key"]) if p is not None)
+    message_id = side.get("message_id")
+    if message_id is not None:
+        return "id:" + message_id
+    return "|".join(p for p in ("body", side.get("body_sha256"), side.get("exchange"), side.get("routing_key"))
+                    if p is not None)
 
 
 def side_time(side: dict) -> int:

@@ -1,7 +1,7 @@
 """Rebuild the analytics tables from the raw ones: every connection's frames (with their messages)
 replayed in decoding order (`frames.connection_seq`), then its `streams` row, through the same
 state machines the nightly job runs (amqp_decode.analytics), one grouped pass; message_flows from
-the rebuilt publishes and deliveries.
+the rebuilt publishes and deliveries, staged and paired as the nightly job does.
 
     amqpcap analyze --lake DIR [--config FILE] [--master URL]
 """
@@ -9,12 +9,14 @@ the rebuilt publishes and deliveries.
 from __future__ import annotations
 
 import functools
+import uuid
 from typing import Iterator
 
 import pyarrow as pa
 
 from amqp_decode.settings import Settings
 from amqp_decode.tables import ANALYTICS_TABLES, FRAMES, MESSAGES, STREAMS
+from pipelines.stages.flows import FlowSides
 from pipelines.tablefiles import FILES_DDL, TableFiles, files_batch
 
 LAST = 2**62  # streams rows sort after every frame of their connection
@@ -24,9 +26,11 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
     """Rewrite every analytics table from the whole raw layer; the versions written."""
     from pyspark.sql import functions as F
 
-    from pipelines.jobs.nightly import flows_stage
+    from pipelines.jobs.nightly import flows_stage, staging_dir
     from pipelines.lake import read_table
     from pipelines.sinks import DeltaRsSink, absolute
+    from pipelines.stages.decode import remove_staging
+    from pipelines.stages.flows import flow_parts
 
     frames = _micros(read_table(spark, lake, FRAMES), FRAMES)
     messages = _micros(read_table(spark, lake, MESSAGES), MESSAGES)
@@ -41,9 +45,16 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
                            allowMissingColumns=True))
     ordered = replay.repartition("connection").sortWithinPartitions("connection", "seq")
     root = absolute(lake)
-    task = functools.partial(replay_task, settings_json=settings.to_json(), run_id=run_id, root=root)
-    written = [r.asDict() for r in ordered.mapInArrow(task, FILES_DDL).collect()]
-    written += flows_stage(spark, written, settings, root, run_id)
+    traffic = streams.select(F.sum(F.coalesce("c2s_stream_bytes", F.lit(0)) + F.coalesce("s2c_stream_bytes", F.lit(0))))
+    parts = flow_parts(traffic.first()[0] or 0, spark.sparkContext.defaultParallelism)
+    staging = staging_dir(spark, settings, lake, run_id)
+    try:
+        task = functools.partial(replay_task, settings_json=settings.to_json(), run_id=run_id, root=root,
+                                 staging=staging, flow_parts=parts)
+        written = [r.asDict() for r in ordered.mapInArrow(task, FILES_DDL).collect()]
+        written += flows_stage(spark, parts, settings, staging, root, run_id)
+    finally:
+        remove_staging(staging)
     return DeltaRsSink(lake).commit(written, None, run_id, ANALYTICS_TABLES, kind="analyze")
 
 
@@ -53,15 +64,18 @@ def _micros(frame, table):
                           for c in table.columns])
 
 
-def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: str, root: str):
+def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: str, root: str, staging: str,
+                flow_parts: int):
     from amqp_decode.tabulate import Tabulator
     settings = Settings.from_json(settings_json)
     writer = TableFiles(root, run_id, tag="analyze-", batch_rows=settings.spark.arrow_batch_rows)
+    sides = FlowSides(staging, f"a{uuid.uuid4().hex[:12]}", flow_parts)
     tag = {"source": None, "provisional": False}  # as the nightly run had them: the replayed row's
 
     def emit(table, row):
         row.update(tag)
         writer.add(table, row)
+        sides.add(table, row)
     analytics = Tabulator.for_settings(emit, settings, run_id).analytics
     for batch in batches:
         for row in batch.to_pylist():
@@ -71,6 +85,7 @@ def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: s
             else:
                 tag["source"], tag["provisional"] = row["f"].get("source"), False
                 analytics.frame(row["f"], row.get("m"))
+    sides.close()
     files = writer.close()
     if files:
         yield files_batch(files)

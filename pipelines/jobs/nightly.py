@@ -5,8 +5,9 @@
                         the connections earlier runs left open are routed to their buckets;
                         stage 2 decodes each bucket and writes every per-connection table, raw and
                         analytics, from the same records, resuming those connections and saving
-                        the ones still open at the end; stage 3 pairs the run's publishes and
-                        deliveries into message_flows
+                        the ones still open at the end, and stages the match sides of its
+                        publishes and deliveries by key; stage 3 pairs each key's sides into
+                        message_flows
     load:               the sink commits every table (captures a rerun replaces, never duplicates;
                         provisional rows of the connections it resumed superseded)
 
@@ -131,7 +132,8 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         phase("read", "decoding", segments=sum(n for staged, _ in units[1].values() for n in staged.values()))
         written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, context)
         phase("decode", "message flows")
-        written += flows_stage(spark, written, settings, sink.table_root(), run_id)
+        if any(f["table"] in (PUBLISHES.name, DELIVERIES.name) for f in written):
+            written += flows_stage(spark, flow_parts_of(spark, files), settings, staging, sink.table_root(), run_id)
         phase("message_flows", "committing")
         written = carryover.drop_superseded(sink.table_root(), written, stale)
         superseded = carryover.superseded(sink.table_root(), written)
@@ -167,15 +169,14 @@ def staging_dir(spark, settings: Settings, lake: str, run_id: str) -> str:
 
 def read_stage(spark, files: list[InputFile], settings: Settings, staging: str):
     """-> (units, {unit: (staged {bucket: segments}, facts)})"""
-    from pipelines.stages.read import READ_DDL, UNITS_DDL, read_task
+    from pipelines.stages.read import read_task
     units = plan_units(files, settings.job.split_bytes)
     context = spark.sparkContext
     slices = _balanced(units, min(len(units), 4 * context.defaultParallelism))
-    frame = spark.createDataFrame(context.parallelize(slices, len(slices)).flatMap(lambda s: s), UNITS_DDL)
     task = functools.partial(read_task, staging=staging, buckets=buckets_of(spark, settings))
-    rows = frame.mapInArrow(task, READ_DDL).collect()
-    results = {r.unit: ({int(b): n for b, n in json.loads(r.staged).items()}, json.loads(r.facts)) for r in rows}
-    return units, results
+    # RDDs of plain tuples: these stages need no SQL planning nor Arrow conversion, only tasks
+    rows = context.parallelize(slices, len(slices)).flatMap(lambda s: s).mapPartitions(task).collect()
+    return units, {unit: (staged, facts) for unit, staged, facts in rows}
 
 
 def _balanced(units, slices: int) -> list[list[tuple]]:
@@ -197,8 +198,9 @@ def buckets_of(spark, settings: Settings) -> int:
 
 def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str,
                  context: str = "{}") -> list[dict]:
-    """Every bucket with segments -> one task each; the table files they wrote."""
-    from pipelines.stages.decode import BUCKETS_DDL, decode_task
+    """Every bucket with segments -> one task each; the table files they wrote. They also stage
+    message_flows' sides (pipelines.stages.flows), in `flow_parts_of(files)` parts."""
+    from pipelines.stages.decode import decode_task
     from pipelines.stages.numbering import number_units
     plans, staged = units
     per_bucket: dict[int, dict[int, list[int]]] = {}  # bucket -> file index -> units in byte order
@@ -210,28 +212,25 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
     numbers = number_units(plans, staged, buckets_of(spark, settings))  # Wireshark's frame.number, tcp.stream
     rows = [(bucket, json.dumps(sorted(by_file.items())), json.dumps(numbers.for_bucket(bucket)))
             for bucket, by_file in sorted(per_bucket.items())]
-    frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), BUCKETS_DDL)
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
-                             settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context)
-    return [r.asDict() for r in frame.mapInArrow(task, _files_ddl()).collect()]
+                             settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context,
+                             flow_parts=flow_parts_of(spark, files))
+    return spark.sparkContext.parallelize(rows, len(rows)).mapPartitions(task).collect()
 
 
-def _files_ddl() -> str:
-    from pipelines.tablefiles import FILES_DDL
-    return FILES_DDL
+def flow_parts_of(spark, files: list[InputFile]) -> int:
+    from pipelines.stages.flows import flow_parts
+    return flow_parts(sum(max(f.size, 0) for f in files), spark.sparkContext.defaultParallelism)
 
 
 # -- stage 3 -------------------------------------------------------------------------------------
 
-def flows_stage(spark, written: list[dict], settings: Settings, root: str, run_id: str) -> list[dict]:
-    from pipelines.lake import read_files
-    from pipelines.stages.flows import keyed_sides, message_flows
-    if not any(f["table"] in (PUBLISHES.name, DELIVERIES.name) for f in written):
-        return []
-    sides = keyed_sides(read_files(spark, root, PUBLISHES, written), read_files(spark, root, DELIVERIES, written))
-    partitions = int(settings.spark.conf.get("spark.sql.shuffle.partitions", "8"))
-    rows = message_flows(sides, root, run_id, partitions, settings.spark.arrow_batch_rows).collect()
-    return [r.asDict() for r in rows]
+def flows_stage(spark, parts: int, settings: Settings, staging: str, root: str, run_id: str) -> list[dict]:
+    """message_flows from the sides the decode tasks staged: one task per part of the key space."""
+    from pipelines.stages.flows import flows_task
+    task = functools.partial(flows_task, staging=staging, root=root, run_id=run_id,
+                             batch_rows=settings.spark.arrow_batch_rows)
+    return spark.sparkContext.parallelize(range(parts), parts).mapPartitions(task).collect()
 
 
 # -- the captures table --------------------------------------------------------------------------

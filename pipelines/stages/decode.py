@@ -5,7 +5,8 @@ by packet time as `amqpcap decode` merges files (rotated captures stitch), and f
 decoder; each record becomes its raw rows and passes through the analytics state machines
 (amqp_decode.tabulate). Connections an earlier run saved resume where it left them, and those still
 open at the end are saved for the next run (amqp_decode.carry, pipelines.carryover). The task
-writes every table's rows as Parquet itself (pipelines.tablefiles) and returns only the files'
+writes every table's rows as Parquet itself (pipelines.tablefiles), stages the match sides of its
+publishes and deliveries for message_flows (pipelines.stages.flows), and returns only the files'
 metadata.
 """
 
@@ -26,41 +27,46 @@ from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
 from pipelines.carryover import staged_states
 from pipelines.progress import TaskProgress
+from pipelines.stages.flows import FlowSides
 from pipelines.stages.read import staged_path
-from pipelines.tablefiles import TableFiles, files_batch, filesystem_of
+from pipelines.tablefiles import TableFiles, filesystem_of
 
-BUCKETS_DDL = "bucket int, files string, numbers string"
-
-
-def decode_task(batches: Iterator[pa.RecordBatch], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str, context_json: str = "{}") -> Iterator[pa.RecordBatch]:
+def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,
+                run_id: str, root: str, context_json: str = "{}", flow_parts: int = 1) -> Iterator[dict]:
+    """(bucket, files JSON, numbers JSON) -> the table files written (FILES_DDL dicts)."""
     settings = Settings.from_json(settings_json)
     context = json.loads(context_json)
-    for batch in batches:
-        for bucket, files, numbers in zip(batch.column("bucket").to_pylist(), batch.column("files").to_pylist(),
-                                          batch.column("numbers").to_pylist()):
-            progress = TaskProgress(staging, f"decode-{bucket}")
-            with fewer_collections():
-                written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress,
-                                        context, json.loads(numbers))
-            progress.close()
-            if written:
-                yield files_batch(written)
+    for bucket, files, numbers in buckets:
+        progress = TaskProgress(staging, f"decode-{bucket}")
+        with fewer_collections():
+            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress,
+                                    context, json.loads(numbers), flow_parts)
+        progress.close()
+        yield from written
 
 
 def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
                   run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None,
-                  numbers: dict | None = None) -> list[dict]:
+                  numbers: dict | None = None, flow_parts: int = 0) -> list[dict]:
     """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
     bucket, in byte order. `context` (pipelines.carryover.context_json): where the run's captures
     end. `numbers` (pipelines.stages.numbering): each unit's first record number less one, and its
-    local TCP streams' indices in the file."""
+    local TCP streams' indices in the file. `flow_parts`: the parts message_flows' sides are staged
+in (none when 0)."""
     context = context or {}
     numbers = numbers or {}
     bases = {int(unit): base for unit, base in numbers.get("bases", {}).items()}
     stream_maps = {int(unit): dict(pairs) for unit, pairs in numbers.get("streams", {}).items()}
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
-    decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
+    emit = writer.add
+    sides = FlowSides(staging, f"b{bucket}", flow_parts) if flow_parts else None
+    if sides is not None:
+        add, side = writer.add, sides.add
+
+        def emit(table, row):
+            add(table, row)
+            side(table, row)
+    decoder = CarryingDecoder(settings, list(uris), emit, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
     streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), stream_maps.get(unit, {}))
                                       for unit in units], file_index)
@@ -84,6 +90,8 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
                                  "saved_by": resumed.saved_by, "source": resumed.capture})
     if progress is not None:
         progress.add(segments=segments % 4096, records=records)
+    if sides is not None:
+        sides.close()
     return writer.close()
 
 

@@ -1,60 +1,139 @@
-"""Stage 3: message_flows, the one table across connections, from the run's `publishes` and
-`deliveries` rows (they carry what the match needs): keyed by message id or body, shuffled so each
-key's rows meet in one task in time order, paired by amqp_decode.analytics.message_flows."""
+"""Stage 3: message_flows, the one table across connections.
+
+The tasks that write `publishes` and `deliveries` rows (the decode tasks; the replay of
+`amqpcap analyze`) also stage each row's match side (`FlowSides`): the match key (message id, else
+body hash with exchange and routing key), its time, and what a flow row needs, into one Arrow IPC
+file per part of the key space (a stable hash of the key). Then one task per part reads its files
+from every task, sorts them by key and time, and pairs each key's sides by
+amqp_decode.analytics.message_flows. No Spark SQL, no shuffle of the tables, no second read of
+them: the sides of a night are a few hundred bytes per message, and a part's share of them is
+bounded by choosing the number of parts from the input's size (`flow_parts`).
+"""
 
 from __future__ import annotations
 
-import functools
+import math
+import zlib
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flows
-from amqp_decode.tables import MESSAGE_FLOWS
-from pipelines.tablefiles import FILES_DDL, TableFiles, files_batch
+from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows
+from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
+from pipelines.tablefiles import TableFiles, filesystem_of
 
-SIDES = ["key", "ts_ns", "is_delivery", *sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))]
-
-
-def keyed_sides(publishes, deliveries):
-    """Both sides in one frame: the match key, the time, and every column either side has."""
-    from pyspark.sql import functions as F
-
-    def key():
-        return F.when(F.col("message_id").isNotNull(), F.concat(F.lit("id:"), F.col("message_id"))).otherwise(
-            F.concat_ws("|", F.lit("body"), "body_sha256", "exchange", "routing_key"))
-
-    columns = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
-
-    def side(frame, present, time, is_delivery):
-        return frame.select(key().alias("key"), F.col(time).alias("ts_ns"), F.lit(is_delivery).alias("is_delivery"),
-                            *[F.col(c) if c in present else F.lit(None).alias(c) for c in columns])
-    published = side(publishes, PUBLISH_COLUMNS, "published_ns", False)
-    delivered = side(deliveries, DELIVERY_COLUMNS, "delivered_ns", True)
-    return published.unionByName(delivered, allowMissingColumns=False)
+_COLUMNS = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
+_TYPES = {**{f.name: f.type for f in DELIVERIES.arrow()}, **{f.name: f.type for f in PUBLISHES.arrow()}}
+SIDES = pa.schema([("key", pa.string()), ("ts_ns", pa.int64()), ("is_delivery", pa.bool_()),
+                   *[(name, _TYPES[name]) for name in _COLUMNS]])
+# Ties in (key, time, side) are broken by who sent and where, so that pairs never depend on the
+# order tasks ran in.
+SORT = [("key", "ascending"), ("ts_ns", "ascending"), ("is_delivery", "ascending"), ("connection", "ascending"),
+        ("channel", "ascending"), ("message_key", "ascending")]
+FLUSH_ROWS = 4096
+# Of TCP payload: a flows task then holds the sides of at most that much traffic (a side is
+# ~200 bytes of Arrow; a message takes at least about as many on the wire).
+BYTES_PER_PART = 128 << 20
+SLICE_ROWS = 8192  # sorted sides turned into Python rows at a time
 
 
-def message_flows(sides, root: str, run_id: str, partitions: int, batch_rows: int):
-    """-> FILES_DDL rows of the message_flows files written."""
-    ordered = sides.repartition(partitions, "key").sortWithinPartitions("key", "ts_ns", "is_delivery")
-    task = functools.partial(flows_task, root=root, run_id=run_id, batch_rows=batch_rows)
-    return ordered.mapInArrow(task, FILES_DDL)
+def flow_parts(traffic_bytes: int, minimum: int) -> int:
+    """Parts of the key space for `traffic_bytes` of captured traffic: at least `minimum` (the
+    cores), more as the traffic grows, so that a flows task's memory does not."""
+    return max(minimum, math.ceil(traffic_bytes / BYTES_PER_PART), 1)
 
 
-def flows_task(batches: Iterator[pa.RecordBatch], root: str, run_id: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def sides_dir(staging: str) -> str:
+    return f"{staging}/flows"
+
+
+class FlowSides:
+    """Collects one task's publishes and deliveries rows as match sides, one IPC file per part."""
+
+    def __init__(self, staging: str, tag: str, parts: int) -> None:
+        self.filesystem, self.root = filesystem_of(sides_dir(staging))
+        self.tag = tag
+        self.parts = parts
+        self.waiting: dict[int, list[tuple]] = {}
+        self.writers: dict[int, tuple] = {}
+        self.keys: dict[str, int] = {}  # key -> part (the hash once per key)
+
+    def add(self, table, row: dict) -> None:
+        if table is PUBLISHES:
+            is_delivery, time = False, row["published_ns"]
+        elif table is DELIVERIES:
+            is_delivery, time = True, row["delivered_ns"]
+        else:
+            return
+        key = flow_key(row)
+        part = self.keys.get(key)
+        if part is None:
+            if len(self.keys) > 100_000:
+                self.keys.clear()
+            part = self.keys[key] = zlib.crc32(key.encode()) % self.parts
+        waiting = self.waiting.get(part)
+        if waiting is None:
+            waiting = self.waiting[part] = []
+        waiting.append((key, time, is_delivery, *map(row.get, _COLUMNS)))
+        if len(waiting) >= FLUSH_ROWS:
+            self._flush(part)
+
+    def _flush(self, part: int) -> None:
+        rows, self.waiting[part] = self.waiting[part], []
+        if not rows:
+            return
+        columns = list(zip(*rows))
+        batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SIDES)], schema=SIDES)
+        if part not in self.writers:
+            self.filesystem.create_dir(self.root, recursive=True)
+            sink = self.filesystem.open_output_stream(f"{self.root}/p{part:05d}-{self.tag}.arrow")
+            self.writers[part] = (sink, pa.ipc.new_stream(sink, SIDES))
+        self.writers[part][1].write_batch(batch)
+
+    def close(self) -> None:
+        for part in list(self.waiting):
+            self._flush(part)
+        for sink, writer in self.writers.values():
+            writer.close()
+            sink.close()
+        self.writers.clear()
+
+
+def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch_rows: int) -> Iterator[dict]:
+    """message_flows of some parts of the key space -> the files written (FILES_DDL dicts)."""
     writer = TableFiles(root, run_id, tag="flows-", batch_rows=batch_rows)
-    current, group = None, []
-    for batch in batches:
-        for row in batch.to_pylist():
-            if row["key"] != current:
-                _pair(group, writer)
-                current, group = row["key"], []
-            names = DELIVERY_COLUMNS if row["is_delivery"] else PUBLISH_COLUMNS
-            group.append({name: row[name] for name in names})
-    _pair(group, writer)
-    files = writer.close()
-    if files:
-        yield files_batch(files)
+    for part in parts:
+        sides = _read_part(staging, part)
+        if sides is None:
+            continue
+        ordered = sides.take(pc.sort_indices(sides, sort_keys=SORT))
+        current, group = None, []
+        for start in range(0, ordered.num_rows, SLICE_ROWS):
+            for row in ordered.slice(start, SLICE_ROWS).to_pylist():
+                if row["key"] != current:
+                    _pair(group, writer)
+                    current, group = row["key"], []
+                names = DELIVERY_COLUMNS if row["is_delivery"] else PUBLISH_COLUMNS
+                group.append({name: row[name] for name in names})
+        _pair(group, writer)
+    yield from writer.close()
+
+
+def _read_part(staging: str, part: int) -> pa.Table | None:
+    filesystem, base = filesystem_of(sides_dir(staging))
+    try:
+        infos = filesystem.get_file_info(pafs.FileSelector(base))
+    except (FileNotFoundError, OSError):
+        return None
+    prefix = f"p{part:05d}-"
+    tables = []
+    for info in sorted(infos, key=lambda i: i.path):
+        if info.base_name.startswith(prefix):
+            with filesystem.open_input_stream(info.path) as source:
+                tables.append(pa.ipc.open_stream(source).read_all())
+    return pa.concat_tables(tables) if tables else None
 
 
 def _pair(group: list[dict], writer: TableFiles) -> None:

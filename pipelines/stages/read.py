@@ -13,7 +13,6 @@ which the driver numbers records and TCP streams as Wireshark does in each file
 from __future__ import annotations
 
 import dataclasses
-import json
 import zlib
 from typing import Iterator
 
@@ -33,10 +32,7 @@ SEGMENTS = pa.schema([
     ("src", pa.binary()), ("sport", pa.int32()), ("dst", pa.binary()), ("dport", pa.int32()),
     ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
 ])
-UNITS_DDL = "unit int, file_index int, uri string, start bigint, end bigint, size bigint"
-READ_DDL = "unit int, file_index int, staged string, facts string"
-READ_SCHEMA = pa.schema([("unit", pa.int32()), ("file_index", pa.int32()), ("staged", pa.string()),
-                         ("facts", pa.string())])
+UNIT_FIELDS = ("unit", "file_index", "uri", "start", "end", "size")  # pipelines.plan.Unit, as a tuple
 FLUSH_ROWS = 8192
 REPORT_EVERY = 4096  # records between two progress reports
 
@@ -51,16 +47,15 @@ def staged_path(staging: str, unit: int, bucket: int) -> str:
     return f"{staging}/u{unit:06d}-b{bucket:05d}.arrow"
 
 
-def read_task(batches: Iterator[pa.RecordBatch], staging: str, buckets: int) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        for unit in batch.to_pylist():
-            progress = TaskProgress(staging, f"read-{unit['unit']}")
-            with fewer_collections():
-                staged, facts = read_unit(unit, staging, buckets, progress)
-            progress.close()
-            yield pa.RecordBatch.from_pydict({"unit": [unit["unit"]], "file_index": [unit["file_index"]],
-                                              "staged": [json.dumps(staged)], "facts": [json.dumps(facts)]},
-                                             schema=READ_SCHEMA)
+def read_task(units: Iterator[tuple], staging: str, buckets: int) -> Iterator[tuple[int, dict, dict]]:
+    """Units (UNIT_FIELDS tuples) -> (unit, {bucket: segments staged}, facts)."""
+    for values in units:
+        unit = dict(zip(UNIT_FIELDS, values))
+        progress = TaskProgress(staging, f"read-{unit['unit']}")
+        with fewer_collections():
+            staged, facts = read_unit(unit, staging, buckets, progress)
+        progress.close()
+        yield unit["unit"], staged, facts
 
 
 def read_unit(unit: dict, staging: str, buckets: int,

@@ -122,3 +122,38 @@ def test_record_numbers_and_tcp_streams_of_a_file_read_in_ranges(tmp_path):
                for r in CaptureDecoder().decode([str(path)]) if r["kind"] not in ("issue",)}
     assert len(ours) > 100 and ours == library
     assert len({stream for _, _, stream in ours.values()}) > 3
+
+
+def test_staged_flow_sides_pair_as_the_library_does(tmp_path):
+    """Every bucket's decode task stages its publishes' and deliveries' sides in 3 parts of the key
+    space; the flows tasks of those parts, run in any order, give the library's message_flows."""
+    import datetime
+    import os
+
+    import pyarrow.parquet as pq
+
+    from pipelines.plan import Unit
+    from pipelines.stages.flows import flows_task
+    from pipelines.stages.numbering import number_units
+    paths = [SAMPLES / name for name in ("concurrent.pcap", "confirms.pcap", "large_and_pipelined.pcap")]
+    staging, root = tmp_path / "staging", tmp_path / "lake"
+    staging.mkdir()
+    uris = [canonical_uri(str(p)) for p in paths]
+    plans = [Unit(i, i, uri, 0, None, os.path.getsize(p)) for i, (p, uri) in enumerate(zip(paths, uris))]
+    staged = {u.unit: read_unit(vars(u), str(staging), buckets=3) for u in plans}
+    numbers = number_units(plans, staged, 3)
+    for bucket in {b for counts, _ in staged.values() for b in counts}:
+        by_file = [[u.file_index, [u.unit]] for u in plans if bucket in staged[u.unit][0]]
+        decode_bucket(bucket, by_file, str(staging), uris, Settings(), "r", str(root),
+                      numbers=numbers.for_bucket(bucket), flow_parts=3)
+    assert len(os.listdir(staging / "flows")) > 3  # parts from several buckets
+    files = list(flows_task(iter([2, 0]), str(staging), str(root), "r", 100)) + \
+        list(flows_task(iter([1]), str(staging), str(root), "r", 100))
+    rows = [{**r, "date": datetime.date.fromisoformat(f["date"])}
+            for f in files for r in pq.read_table(root / "message_flows" / f["path"]).to_pylist()]
+    expected = tabulate([str(p) for p in paths])["message_flows"]
+    assert sum(1 for r in expected if r["match"] is not None) > 50
+    unnamed = {"source": None, "provisional": None}  # the library's rows come from no job
+    got = [json.loads(g) | unnamed for g in canonical("message_flows", _micros(rows), str(SAMPLES))]
+    want = [json.loads(w) | unnamed for w in canonical("message_flows", expected, str(SAMPLES))]
+    assert got == want
