@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.p
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	printf '%s' "$(CURDIR)" > $(VENV)/.checkout
+	$(PY) -m pipelines.class_archive  # Spark's JVM classes, mapped at every start (pipelines/class_archive.py)
 	rm -f $(VENV)/.installed*
 	touch $@
 

@@ -7,6 +7,7 @@ import sys
 from importlib import resources
 
 from amqp_decode.settings import Settings
+from pipelines import class_archive
 
 QUIET_LOG4J = resources.files("pipelines") / "log4j2.properties"
 
@@ -18,10 +19,13 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if (master or settings.spark.master).startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no hostname lookups
-    if not verbose and not _submitted():
-        # the JVM reads its log configuration when it starts: before the gateway launches it
-        option = f"-Dlog4j2.configurationFile={QUIET_LOG4J}"
-        os.environ["PYSPARK_SUBMIT_ARGS"] = f'--driver-java-options "{option}" pyspark-shell'
+    if not _submitted():
+        # the JVM reads these when it starts: before the gateway launches it
+        options = [] if verbose else [f"-Dlog4j2.configurationFile={QUIET_LOG4J}"]
+        dump = os.environ.get("AMQPCAP_CLASS_ARCHIVE_DUMP")  # pipelines.class_archive making one
+        options.append(f"-XX:ArchiveClassesAtExit={dump}" if dump else class_archive.java_options())
+        if any(options):
+            os.environ["PYSPARK_SUBMIT_ARGS"] = f'--driver-java-options "{" ".join(filter(None, options))}" pyspark-shell'
     builder = (SparkSession.builder.appName(settings.spark.app_name)
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(settings.spark.arrow_batch_rows))

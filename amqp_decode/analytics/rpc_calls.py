@@ -45,8 +45,10 @@ class RpcRules:
             self.pending = []
             self.early = [e for e in self.early if e[0] == "channel.open-ok"]
             self.instance = instance
-        answered = next((p for p in self.pending if p["requester"] != requester
-                         and method in responses[p["request"]]), None)
+        answered = None
+        if self.pending:  # most methods (publishes, deliveries, acks) find none: skip the search
+            answered = next((p for p in self.pending if p["requester"] != requester
+                             and method in responses[p["request"]]), None)
         if answered is not None:
             self.pending.remove(answered)
             self._answer(answered, method, row["ts_ns"], "ok", None, None)
@@ -61,7 +63,9 @@ class RpcRules:
         if method in responses and not row["no_wait"] and not (method == "basic.cancel" and requester == "server"):
             call = {**where_from(row), "channel": row["channel"], "channel_instance": self.instance,
                     "requester": requester, "request": method, "request_ns": row["ts_ns"]}
-            reply = next((e for e in self.early if e[1] != requester and e[0] in responses[method]), None)
+            reply = None
+            if self.early:
+                reply = next((e for e in self.early if e[1] != requester and e[0] in responses[method]), None)
             if reply is not None:
                 self.early.remove(reply)
                 self._answer(call, reply[0], reply[2], "ok", None, None)
