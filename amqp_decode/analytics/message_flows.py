@@ -11,7 +11,7 @@ empty.
 
 This module is the rule, Spark-free: `flows(sides)` takes one key's publishes and deliveries (rows
 of the `publishes` and `deliveries` tables, sorted by `side_order`) and yields `message_flows`
-rows. The job runs it per key over the run's publishes and deliveries (pipelines.flows).
+rows. The job runs it per key over the run's publishes and deliveries (pipelines.stages.flows).
 """
 
 from __future__ import annotations
