@@ -31,6 +31,7 @@ from pipelines.stages.flows import FlowSides
 from pipelines.stages.read import staged_path
 from pipelines.tablefiles import TableFiles, filesystem_of
 
+
 def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,
                 run_id: str, root: str, context_json: str = "{}", flow_parts: int = 1) -> Iterator[dict]:
     """(bucket, files JSON, numbers JSON) -> the table files written (FILES_DDL dicts)."""
