@@ -99,6 +99,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
     from pipelines.runlog import repair
     from pipelines.sinks import choose_sink
     from pipelines.stages.decode import remove_staging
+    from pipelines.stages.flows import flow_parts
 
     summary = RunSummary(run_id, started or time.time(), files=len(files))
     clock = time.monotonic()
@@ -130,10 +131,11 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
                  for connection in carryover.settled_later(lake, {f.uri for f in files}, replaced)]
         context = carryover.context_json(span.last_ts_ns, span.closing_source)
         phase("read", "decoding", segments=sum(n for staged, _ in units[1].values() for n in staged.values()))
-        written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, context)
+        parts = flow_parts(sum(max(f.size, 0) for f in files), spark.sparkContext.defaultParallelism)
+        written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, parts, context)
         phase("decode", "message flows")
         if any(f["table"] in (PUBLISHES.name, DELIVERIES.name) for f in written):
-            written += flows_stage(spark, flow_parts_of(spark, files), settings, staging, sink.table_root(), run_id)
+            written += flows_stage(spark, parts, settings, staging, sink.table_root(), run_id)
         phase("message_flows", "committing")
         written = carryover.drop_superseded(sink.table_root(), written, stale)
         superseded = carryover.superseded(sink.table_root(), written)
@@ -196,10 +198,10 @@ def buckets_of(spark, settings: Settings) -> int:
 
 # -- stage 2 -------------------------------------------------------------------------------------
 
-def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str,
+def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str, flow_parts: int,
                  context: str = "{}") -> list[dict]:
     """Every bucket with segments -> one task each; the table files they wrote. They also stage
-    message_flows' sides (pipelines.stages.flows), in `flow_parts_of(files)` parts."""
+    message_flows' sides (pipelines.stages.flows) in `flow_parts` parts."""
     from pipelines.stages.decode import decode_task
     from pipelines.stages.numbering import number_units
     plans, staged = units
@@ -214,13 +216,8 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
             for bucket, by_file in sorted(per_bucket.items())]
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
                              settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context,
-                             flow_parts=flow_parts_of(spark, files))
+                             flow_parts=flow_parts)
     return spark.sparkContext.parallelize(rows, len(rows)).mapPartitions(task).collect()
-
-
-def flow_parts_of(spark, files: list[InputFile]) -> int:
-    from pipelines.stages.flows import flow_parts
-    return flow_parts(sum(max(f.size, 0) for f in files), spark.sparkContext.defaultParallelism)
 
 
 # -- stage 3 -------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from pipelines.tablefiles import TableFiles, filesystem_of
 
 
 def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str, context_json: str = "{}", flow_parts: int = 1) -> Iterator[dict]:
+                run_id: str, root: str, context_json: str, flow_parts: int) -> Iterator[dict]:
     """(bucket, files JSON, numbers JSON) -> the table files written (FILES_DDL dicts)."""
     settings = Settings.from_json(settings_json)
     context = json.loads(context_json)

@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 
 from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
+from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
 
 _COLUMNS = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
@@ -53,11 +54,9 @@ class FlowSides:
     """Collects one task's publishes and deliveries rows as match sides, one IPC file per part."""
 
     def __init__(self, staging: str, tag: str, parts: int) -> None:
-        self.filesystem, self.root = filesystem_of(sides_dir(staging))
-        self.tag = tag
+        filesystem, root = filesystem_of(sides_dir(staging))
         self.parts = parts
-        self.waiting: dict[int, list[tuple]] = {}
-        self.writers: dict[int, tuple] = {}
+        self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS)
         self.keys: dict[str, int] = {}  # key -> part (the hash once per key)
 
     def add(self, table, row: dict) -> None:
@@ -73,32 +72,10 @@ class FlowSides:
             if len(self.keys) > 100_000:
                 self.keys.clear()
             part = self.keys[key] = zlib.crc32(key.encode()) % self.parts
-        waiting = self.waiting.get(part)
-        if waiting is None:
-            waiting = self.waiting[part] = []
-        waiting.append((key, time, is_delivery, *map(row.get, _COLUMNS)))
-        if len(waiting) >= FLUSH_ROWS:
-            self._flush(part)
-
-    def _flush(self, part: int) -> None:
-        rows, self.waiting[part] = self.waiting[part], []
-        if not rows:
-            return
-        columns = list(zip(*rows))
-        batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SIDES)], schema=SIDES)
-        if part not in self.writers:
-            self.filesystem.create_dir(self.root, recursive=True)
-            sink = self.filesystem.open_output_stream(f"{self.root}/p{part:05d}-{self.tag}.arrow")
-            self.writers[part] = (sink, pa.ipc.new_stream(sink, SIDES))
-        self.writers[part][1].write_batch(batch)
+        self.files.add(part, (key, time, is_delivery, *map(row.get, _COLUMNS)))
 
     def close(self) -> None:
-        for part in list(self.waiting):
-            self._flush(part)
-        for sink, writer in self.writers.values():
-            writer.close()
-            sink.close()
-        self.writers.clear()
+        self.files.close()
 
 
 def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch_rows: int) -> Iterator[dict]:
@@ -131,8 +108,8 @@ def _read_part(staging: str, part: int) -> pa.Table | None:
     tables = []
     for info in sorted(infos, key=lambda i: i.path):
         if info.base_name.startswith(prefix):
-            with filesystem.open_input_stream(info.path) as source:
-                tables.append(pa.ipc.open_stream(source).read_all())
+            with filesystem.open_input_file(info.path) as source:
+                tables.append(pa.ipc.open_file(source).read_all())
     return pa.concat_tables(tables) if tables else None
 
 

@@ -24,6 +24,7 @@ from amqp_decode.packets import PacketParser
 from amqp_decode.stream_index import RangeStreams
 from pipelines.inputs import fingerprint, open_input
 from pipelines.progress import TaskProgress
+from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
 
 SEGMENTS = pa.schema([
@@ -123,16 +124,12 @@ def _records(uri, info, source, start, end):
 
 
 class _BucketWriter:
-    """Segments into one IPC file per bucket, gathered per bucket and written in batches."""
+    """Segments into one staged IPC file per bucket of connections."""
 
     def __init__(self, staging: str, unit: int, buckets: int) -> None:
-        self.filesystem, self.root = filesystem_of(staging)
-        self.unit = unit
+        filesystem, root = filesystem_of(staging)
         self.buckets = buckets
-        self.waiting: dict[int, list[tuple]] = {}  # bucket -> (segment, record, stream), in capture order
-        self.writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
-        self.sinks: dict[int, object] = {}
-        self.counts: dict[int, int] = {}
+        self.files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit, bucket), FLUSH_ROWS)
         self.keys: dict[tuple, int] = {}  # 4-tuple -> bucket (one hash per connection, not per packet)
 
     def add(self, s, record: int, stream: int) -> None:
@@ -142,37 +139,8 @@ class _BucketWriter:
             if len(self.keys) > 100_000:
                 self.keys.clear()
             bucket = self.keys[key] = bucket_of(s.src, s.sport, s.dst, s.dport, self.buckets)
-        waiting = self.waiting.get(bucket)
-        if waiting is None:
-            waiting = self.waiting[bucket] = []
-        waiting.append((s, record, stream))
-        if len(waiting) >= FLUSH_ROWS:
-            self._flush(bucket)
-
-    def _flush(self, bucket: int) -> None:
-        waiting = self.waiting[bucket]
-        if not waiting:
-            return
-        segments = [w[0] for w in waiting]
-        columns = ([s.ts_ns for s in segments], [w[1] for w in waiting], [w[2] for w in waiting],
-                   [s.src for s in segments], [s.sport for s in segments], [s.dst for s in segments],
-                   [s.dport for s in segments], [s.seq for s in segments], [s.ack for s in segments],
-                   [s.flags for s in segments], [s.payload for s in segments])
-        batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SEGMENTS)],
-                                           schema=SEGMENTS)
-        writer = self.writers.get(bucket)
-        if writer is None:
-            path = staged_path(self.root, self.unit, bucket)
-            self.sinks[bucket] = sink = self.filesystem.open_output_stream(path)
-            writer = self.writers[bucket] = pa.ipc.new_file(sink, SEGMENTS)
-        writer.write_batch(batch)
-        self.counts[bucket] = self.counts.get(bucket, 0) + batch.num_rows
-        self.waiting[bucket] = []
+        self.files.add(bucket, (s.ts_ns, record, stream, s.src, s.sport, s.dst, s.dport, s.seq, s.ack, s.flags,
+                                s.payload))
 
     def close(self) -> dict[int, int]:
-        for bucket in list(self.waiting):
-            self._flush(bucket)
-        for bucket, writer in self.writers.items():
-            writer.close()
-            self.sinks[bucket].close()
-        return self.counts
+        return self.files.close()

@@ -1,0 +1,55 @@
+"""Rows one stage leaves for the next: one Arrow IPC file per part (a connection bucket, a part of
+message_flows' key space), the rows gathered per part and written in batches, so that a task's
+memory does not grow with its input."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+
+class StagedFiles:
+    def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
+                 flush_rows: int) -> None:
+        """`path_of(part)`: the file a part's rows go to."""
+        self.filesystem = filesystem
+        self.schema = schema
+        self.path_of = path_of
+        self.flush_rows = flush_rows
+        self.waiting: dict[int, list[tuple]] = {}  # part -> rows (tuples in schema order), in arrival order
+        self.writers: dict[int, tuple] = {}  # part -> (sink, IPC writer)
+        self.counts: dict[int, int] = {}
+
+    def add(self, part: int, row: tuple) -> None:
+        waiting = self.waiting.get(part)
+        if waiting is None:
+            waiting = self.waiting[part] = []
+        waiting.append(row)
+        if len(waiting) >= self.flush_rows:
+            self._flush(part)
+
+    def _flush(self, part: int) -> None:
+        rows, self.waiting[part] = self.waiting[part], []
+        if not rows:
+            return
+        batch = pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
+                                            for column, field in zip(zip(*rows), self.schema)], schema=self.schema)
+        if part not in self.writers:
+            path = self.path_of(part)
+            self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+            sink = self.filesystem.open_output_stream(path)
+            self.writers[part] = (sink, pa.ipc.new_file(sink, self.schema))
+        self.writers[part][1].write_batch(batch)
+        self.counts[part] = self.counts.get(part, 0) + batch.num_rows
+
+    def close(self) -> dict[int, int]:
+        """Write what is left and close every file; rows written per part."""
+        for part in list(self.waiting):
+            self._flush(part)
+        for sink, writer in self.writers.values():
+            writer.close()
+            sink.close()
+        self.writers.clear()
+        return self.counts
