@@ -11,12 +11,14 @@ from __future__ import annotations
 import datetime
 import json
 import uuid
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from amqp_decode.columns import ColumnBuffer
 from amqp_decode.tables import TABLES, Table
 
 FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures string, stats string"
@@ -43,16 +45,14 @@ def rows_to_batch(table: Table, rows: list[dict], constants: dict | None = None,
 
 
 class _Layout:
-    """How one table's rows are held until written: as tuples of the file's columns in schema
-    order, `date` first (it goes to the path), made when the row comes, while its dict is still
-    in the CPU's cache. Converting a batch of held dicts instead costs ~3x more (every column is
-    a walk over thousands of scattered dicts: tens of MB for the frames table's 60 columns)."""
+    """How one table's rows are held until written: as columns (amqp_decode.columns), `date` first
+    (it goes to the path), then the file's columns in schema order."""
 
-    __slots__ = ("schema", "names", "run_id_at")
+    __slots__ = ("schema", "buffer", "run_id_at")
 
     def __init__(self, table: Table) -> None:
         self.schema = table.arrow(("date",))
-        self.names = ("date", *self.schema.names)
+        self.buffer = ColumnBuffer(("date", *self.schema.names))
         self.run_id_at = self.schema.get_field_index("run_id")
 
 
@@ -64,24 +64,22 @@ class TableFiles:
         self.run_id = run_id
         self.tag = tag
         self.batch_rows = batch_rows
-        self.rows: dict[str, list[tuple]] = {}
+        self.buffers: dict[str, ColumnBuffer] = {}
         self.layouts: dict[str, _Layout] = {}
         self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
 
     def add(self, table: Table, row: dict) -> None:
-        name = table.name
-        layout = self.layouts.get(name)
-        if layout is None:
-            layout = self.layouts[name] = _Layout(table)
-            self.rows[name] = []
-        rows = self.rows[name]
-        rows.append(tuple(map(row.get, layout.names)))
-        if len(rows) >= self.batch_rows:
-            self._flush(name)
+        buffer = self.buffers.get(table.name)
+        if buffer is None:
+            layout = self.layouts[table.name] = _Layout(table)
+            buffer = self.buffers[table.name] = layout.buffer
+        buffer.add(row)
+        if buffer.size >= self.batch_rows:
+            self._flush(table.name)
 
     def close(self) -> list[dict]:
         """Write what is left, close every file; their metadata."""
-        for name in list(self.rows):
+        for name in list(self.buffers):
             self._flush(name)
         files = []
         for (name, day), (writer, relative, captures) in self.writers.items():
@@ -95,40 +93,50 @@ class TableFiles:
         return files
 
     def _flush(self, name: str) -> None:
-        rows, self.rows[name] = self.rows[name], []
-        if not rows:
+        buffer = self.buffers[name]
+        if not buffer.size:
             return
-        table = TABLES[name]
+        rows = buffer.size
+        dates, *columns = buffer.take()
         layout = self.layouts[name]
-        by_day: dict[object, list[tuple]] = {}
-        for row in rows:
-            part = by_day.get(row[0])
-            if part is None:
-                part = by_day[row[0]] = []
-            part.append(row)
-        for date, part in by_day.items():
+        batch = self._batch(layout, columns, rows)
+        table = TABLES[name]
+        for date, part in _by_day(dates, batch):
             day = date.isoformat()
-            batch = self._batch(layout, part)
             key = (name, day)
             if key not in self.writers:
                 relative = f"date={day}/part-{self.run_id[:8]}-{self.tag}{uuid.uuid4().hex[:12]}.parquet"
                 path = f"{self.root}/{name}/{relative}"
                 self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                self.writers[key] = (pq.ParquetWriter(path, batch.schema, filesystem=self.filesystem,
+                self.writers[key] = (pq.ParquetWriter(path, part.schema, filesystem=self.filesystem,
                                                       compression="zstd"), relative, set())
             writer, _, captures = self.writers[key]
-            writer.write_batch(batch)
+            writer.write_batch(part)
             key_column = table.replace_key
-            if key_column in batch.schema.names:  # the distinct keys, in C++ rather than a loop over rows
-                captures.update(v for v in pc.unique(batch.column(key_column)).to_pylist() if v is not None)
+            if key_column in part.schema.names:  # the distinct keys, in C++ rather than a loop over rows
+                captures.update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
 
-
-    def _batch(self, layout: _Layout, rows: list[tuple]) -> pa.RecordBatch:
-        columns = list(zip(*rows))
-        arrays = [pa.array(columns[i + 1], type=field.type) for i, field in enumerate(layout.schema)]
+    def _batch(self, layout: _Layout, columns: list[list], rows: int) -> pa.RecordBatch:
+        arrays = [pa.array(column, type=field.type) for column, field in zip(columns, layout.schema)]
         if layout.run_id_at >= 0:
-            arrays[layout.run_id_at] = pa.array([self.run_id] * len(rows), pa.string())
+            arrays[layout.run_id_at] = pa.array([self.run_id] * rows, pa.string())
         return pa.RecordBatch.from_arrays(arrays, schema=layout.schema)
+
+
+def _by_day(dates: list, batch: pa.RecordBatch) -> Iterator[tuple[datetime.date, pa.RecordBatch]]:
+    """The batch's rows per date (its partition), in their order; nearly always one date."""
+    first = dates[0]
+    if dates.count(first) == len(dates):
+        yield first, batch
+        return
+    rows: dict[datetime.date, list[int]] = {}
+    for i, date in enumerate(dates):
+        at = rows.get(date)
+        if at is None:
+            at = rows[date] = []
+        at.append(i)
+    for date, at in rows.items():
+        yield date, batch.take(pa.array(at, pa.int64()))
 
 
 FILES_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("size", pa.int64()),

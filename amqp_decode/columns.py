@@ -1,0 +1,35 @@
+"""Rows gathered as columns: what every table's rows become on their way to Arrow.
+
+A row (a dict keyed by column name; an absent key is null) is split into its columns as it comes,
+while its dict is still in the CPU's cache: one list per column, in the order given. Turning held
+rows into columns later (a tuple per row, then a transposition) costs several times more: every
+column is a walk over thousands of scattered objects. Compiled, `add` is one dictionary lookup and
+one list append per column.
+
+    buffer = ColumnBuffer(("date", "connection", "ts_ns"))
+    buffer.add(row)
+    columns = buffer.take()  # [[dates...], [connections...], [ts_ns...]]; the buffer is empty again
+"""
+
+from __future__ import annotations
+
+
+class ColumnBuffer:
+    def __init__(self, names) -> None:
+        self.names = tuple(names)
+        self.columns = [[] for _ in self.names]
+        self.size = 0
+
+    def add(self, row: dict) -> None:
+        names = self.names
+        columns = self.columns
+        for i in range(len(names)):
+            columns[i].append(row.get(names[i]))
+        self.size += 1
+
+    def take(self) -> list:
+        """The columns so far (a list per name, in order); the buffer starts over."""
+        columns = self.columns
+        self.columns = [[] for _ in self.names]
+        self.size = 0
+        return columns

@@ -1,0 +1,42 @@
+"""Rows to Parquet on the executors (pipelines.tablefiles): what the files hold equals the rows,
+with the table's schema, one file per date, whatever the batch size."""
+
+from __future__ import annotations
+
+import datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from amqp_decode.rows import RawRows
+from amqp_decode.tables import FRAMES
+from pipelines.tablefiles import TableFiles, rows_to_batch
+from tests.capture.conftest import EXPECTED, decoded
+
+
+@pytest.mark.parametrize("batch_rows", [7, 10_000])
+def test_files_hold_the_rows_per_date_in_order(tmp_path, batch_rows):
+    path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
+    builder = RawRows("run-1")
+    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
+    for seq, row in enumerate(rows):
+        row["connection_seq"] = seq
+    # A night that crosses midnight: every third row a day later, interleaved with the others.
+    later = rows[0]["date"] + datetime.timedelta(days=1)
+    for row in rows[::3]:
+        row["date"] = later
+    writer = TableFiles(str(tmp_path), "run-1", batch_rows=batch_rows)
+    for row in rows:
+        writer.add(FRAMES, row)
+    files = writer.close()
+    assert {f["date"] for f in files} == {rows[1]["date"].isoformat(), later.isoformat()}
+    for day in {row["date"] for row in rows}:
+        written = [f for f in files if f["date"] == day.isoformat()]
+        assert len(written) == 1 and written[0]["path"].startswith(f"date={day.isoformat()}/")
+        table = pq.read_table(tmp_path / "frames" / written[0]["path"])
+        expected = rows_to_batch(FRAMES, [r for r in rows if r["date"] == day], {"run_id": "run-1"},
+                                 without=("date",))
+        assert table.schema.equals(FRAMES.arrow(("date",)))
+        assert table.equals(pa.Table.from_batches([expected]))
+        assert written[0]["rows"] == table.num_rows
