@@ -6,4 +6,5 @@ cdef class ColumnBuffer:
     cdef public Py_ssize_t size
 
     cpdef add(self, dict row)
+    cpdef add_values(self, tuple values)
     cpdef list take(self)

@@ -27,6 +27,15 @@ class ColumnBuffer:
             columns[i].append(row.get(names[i]))
         self.size += 1
 
+    def add_values(self, values: tuple) -> None:
+        """A row given as its values, one per name, in order."""
+        columns = self.columns
+        if len(values) != len(columns):
+            raise ValueError(f"{len(values)} values for {len(columns)} columns")
+        for i in range(len(columns)):
+            columns[i].append(values[i])
+        self.size += 1
+
     def take(self) -> list:
         """The columns so far (a list per name, in order); the buffer starts over."""
         columns = self.columns

@@ -9,6 +9,8 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from amqp_decode.columns import ColumnBuffer
+
 
 class StagedFiles:
     def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
@@ -18,24 +20,25 @@ class StagedFiles:
         self.schema = schema
         self.path_of = path_of
         self.flush_rows = flush_rows
-        self.waiting: dict[int, list[tuple]] = {}  # part -> rows (tuples in schema order), in arrival order
+        self.waiting: dict[int, ColumnBuffer] = {}  # part -> its rows so far, as columns
         self.writers: dict[int, tuple] = {}  # part -> (sink, IPC writer)
         self.counts: dict[int, int] = {}
 
     def add(self, part: int, row: tuple) -> None:
+        """`row`: its values in schema order."""
         waiting = self.waiting.get(part)
         if waiting is None:
-            waiting = self.waiting[part] = []
-        waiting.append(row)
-        if len(waiting) >= self.flush_rows:
+            waiting = self.waiting[part] = ColumnBuffer(self.schema.names)
+        waiting.add_values(row)
+        if waiting.size >= self.flush_rows:
             self._flush(part)
 
     def _flush(self, part: int) -> None:
-        rows, self.waiting[part] = self.waiting[part], []
-        if not rows:
+        waiting = self.waiting[part]
+        if not waiting.size:
             return
         batch = pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
-                                            for column, field in zip(zip(*rows), self.schema)], schema=self.schema)
+                                            for column, field in zip(waiting.take(), self.schema)], schema=self.schema)
         if part not in self.writers:
             path = self.path_of(part)
             self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)

@@ -33,3 +33,16 @@ def test_a_buffer_reused_after_take_keeps_only_new_rows():
     buffer.add({"b": "y", "c": 3})
     assert first == [[1], ["x"]]
     assert buffer.take() == [[None], ["y"]]
+
+
+def test_rows_given_as_values_go_to_their_columns_and_a_short_one_is_refused():
+    buffer = ColumnBuffer(("ts_ns", "payload"))
+    buffer.add_values((1, b"ab"))
+    buffer.add_values((2, None))
+    try:
+        buffer.add_values((3,))
+    except ValueError as error:
+        assert "1 values for 2 columns" in str(error)
+    else:
+        raise AssertionError("a row with too few values was taken")
+    assert buffer.size == 2 and buffer.take() == [[1, 2], [b"ab", None]]
