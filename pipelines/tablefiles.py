@@ -64,22 +64,21 @@ class TableFiles:
         self.run_id = run_id
         self.tag = tag
         self.batch_rows = batch_rows
-        self.buffers: dict[str, ColumnBuffer] = {}
         self.layouts: dict[str, _Layout] = {}
         self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
 
     def add(self, table: Table, row: dict) -> None:
-        buffer = self.buffers.get(table.name)
-        if buffer is None:
+        layout = self.layouts.get(table.name)
+        if layout is None:
             layout = self.layouts[table.name] = _Layout(table)
-            buffer = self.buffers[table.name] = layout.buffer
+        buffer = layout.buffer
         buffer.add(row)
         if buffer.size >= self.batch_rows:
             self._flush(table.name)
 
     def close(self) -> list[dict]:
         """Write what is left, close every file; their metadata."""
-        for name in list(self.buffers):
+        for name in list(self.layouts):
             self._flush(name)
         files = []
         for (name, day), (writer, relative, captures) in self.writers.items():
@@ -93,12 +92,11 @@ class TableFiles:
         return files
 
     def _flush(self, name: str) -> None:
-        buffer = self.buffers[name]
-        if not buffer.size:
-            return
-        rows = buffer.size
-        dates, *columns = buffer.take()
         layout = self.layouts[name]
+        rows = layout.buffer.size
+        if not rows:
+            return
+        dates, *columns = layout.buffer.take()
         batch = self._batch(layout, columns, rows)
         table = TABLES[name]
         for date, part in _by_day(dates, batch):
