@@ -32,7 +32,8 @@ if _os.environ.get("AMQPCAP_INTERPRETED"):  # the reference: run the .py files e
 
 def build() -> str:
     """'compiled' when the hot modules are the Cython build in use, else 'interpreted'."""
-    import importlib
-    compiled = [importlib.import_module(f"amqp_decode.{name}").__file__.endswith((".so", ".pyd"))
+    import importlib.util
+    # The module each import would load, found without running it (that would load pyarrow & co.).
+    compiled = [(importlib.util.find_spec(f"amqp_decode.{name}").origin or "").endswith((".so", ".pyd"))
                 for name in HOT_MODULES]
     return "compiled" if all(compiled) else "interpreted" if not any(compiled) else "partly compiled"

@@ -17,8 +17,6 @@ the analytics tables from the raw layer (`amqpcap analyze`): one implementation 
 
 from dataclasses import dataclass
 
-from amqp_decode.analytics.connection import Analytics, ConnectionAnalyzer
-
 
 @dataclass(frozen=True)
 class AnalyticsSettings:
@@ -29,3 +27,12 @@ class AnalyticsSettings:
 
 
 __all__ = ["Analytics", "AnalyticsSettings", "ConnectionAnalyzer"]
+
+
+def __getattr__(name: str):
+    """The rule sets (and, through the tables they emit to, pyarrow) are loaded on first use:
+    what needs only `naming` (the readable view of `amqpcap decode`) starts ~0.25 s sooner."""
+    if name in ("Analytics", "ConnectionAnalyzer"):
+        from amqp_decode.analytics import connection
+        return getattr(connection, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,7 +56,6 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from amqp_decode.capture import scapy_reader
 from amqp_decode.capture.boundaries import LEARN_BYTES, PCAP_HEADER, PCAP_MAGICS, PCAPNG_MAGIC, block_length, pcap_rules
 from amqp_decode.capture.info import LINK_TYPE_NAMES, CaptureError, CaptureInfo, CaptureIssue
 from amqp_decode.capture.pcap import PcapReader
@@ -134,6 +133,7 @@ def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int |
 def _fallback(path: str, info: CaptureInfo, source, head: bytes, close, compressed: bool, origin: int):
     """A file the fast path does not know: Scapy's readers try it. They start over from the
     beginning, so a pipe already read from cannot be given to them."""
+    from amqp_decode.capture import scapy_reader  # Scapy (and numpy) loaded only here: ~0.1 s of every start
     if not head:
         raise CaptureError(path, "not a pcap or pcapng capture (empty" + (" after decompression)" if compressed
                                                                            else " file)"))
