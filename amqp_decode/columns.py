@@ -13,10 +13,14 @@ one list append per column.
 
 from __future__ import annotations
 
+import sys
+
 
 class ColumnBuffer:
     def __init__(self, names) -> None:
-        self.names = tuple(names)
+        # Interned, as the rows' literal keys are: a lookup then matches by identity, without
+        # comparing the strings (names from an Arrow schema are new string objects each time).
+        self.names = tuple(sys.intern(name) for name in names)
         self.columns = [[] for _ in self.names]
         self.size = 0
 

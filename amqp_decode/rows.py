@@ -110,72 +110,118 @@ def _date(ts_ns: int) -> datetime.date:
     return date
 
 
+# Every row of a kind starts as a copy of a dict that already has all of that kind's keys: filling
+# it then only replaces values, where growing a dict key by key (and merging dicts into it)
+# resized it several times per row, millions of times a night.
+_COMMON = ("date", "connection", "capture", "pcap_record", "pcap_record_last", "tcp_stream", "ts", "ts_ns",
+           "client", "server", "direction", "channel", "stream_offset", "run_id")
+_FRAME = (*_COMMON, "ts_last_ns", "kind", "frame_bytes")
+_FRAME_TEMPLATES = {
+    "method": dict.fromkeys((*_FRAME, "method", "class_id", "method_id", "args_json", *_NO_ARGUMENTS,
+                             "failing_class_id", "failing_method_id")),
+    "header": dict.fromkeys((*_FRAME, "class_id", "body_size", "properties_json")),
+    "protocol-header": dict.fromkeys((*_FRAME, "protocol_version", "protocol_header")),
+}
+_OTHER_FRAME = dict.fromkeys(_FRAME)
+_MESSAGE = dict.fromkeys((*_COMMON, "message_key", "method", "exchange", "routing_key", "delivery_tag",
+                          "consumer_tag", "redelivered", "mandatory", "reply_code", "reply_text", "headers",
+                          "headers_json", "timestamp", "body_size", "body_received", "body_frames", "complete",
+                          "body_sha256", "body", *_PROPERTIES))
+_ISSUE = dict.fromkeys((*_COMMON, "issue_kind", "detail", "bytes_skipped", "file_offset"))
+
+
 class RawRows:
     """Builds the raw tables' rows of one run from decoder records."""
 
     def __init__(self, run_id: str | None = None) -> None:
         self.run_id = run_id
 
-    def _common(self, record: dict) -> dict:
+    def _common(self, record: dict, template: dict) -> dict:
+        row = template.copy()
         ts_ns = record["ts_ns"]
-        return {"date": _date(ts_ns or 0), "connection": record["connection"], "capture": record["capture"],
-                "pcap_record": record.get("pcap_record"), "pcap_record_last": record.get("pcap_record_last"),
-                "tcp_stream": record.get("tcp_stream"),
-                "ts": ts_ns // 1000 if ts_ns is not None else None, "ts_ns": ts_ns, "client": record["client"],
-                "server": record["server"], "direction": record["dir"], "channel": record["channel"],
-                "stream_offset": record["offset"], "run_id": self.run_id}
+        row["date"] = _date(ts_ns or 0)
+        row["connection"] = record["connection"]
+        row["capture"] = record["capture"]
+        row["pcap_record"] = record.get("pcap_record")
+        row["pcap_record_last"] = record.get("pcap_record_last")
+        row["tcp_stream"] = record.get("tcp_stream")
+        row["ts"] = ts_ns // 1000 if ts_ns is not None else None
+        row["ts_ns"] = ts_ns
+        row["client"] = record["client"]
+        row["server"] = record["server"]
+        row["direction"] = record["dir"]
+        row["channel"] = record["channel"]
+        row["stream_offset"] = record["offset"]
+        row["run_id"] = self.run_id
+        return row
 
     def frame_row(self, record: dict) -> dict:
-        row = self._common(record)
-        row.update(ts_last_ns=record["ts_last_ns"], kind=record["kind"], frame_bytes=record["size"])
         kind = record["kind"]
+        row = self._common(record, _FRAME_TEMPLATES.get(kind, _OTHER_FRAME))
+        row["ts_last_ns"] = record["ts_last_ns"]
+        row["kind"] = kind
+        row["frame_bytes"] = record["size"]
         if kind == "method":
             args = record["args"]
-            row.update(method=record["method"], class_id=record["class_id"], method_id=record["method_id"],
-                       args_json=to_json(args))
-            row.update(_NO_ARGUMENTS)
+            method = record["method"]
+            row["method"] = method
+            row["class_id"] = record["class_id"]
+            row["method_id"] = record["method_id"]
+            row["args_json"] = to_json(args)
             for name, value in args.items():
                 plan = _ARGUMENTS.get(name)
                 if plan is not None and type(value) is plan[1] and (plan[2] is None or plan[2] <= value <= plan[3]):
                     row[plan[0]] = value
-            if record["method"] in _CLOSES:
-                row.update(failing_class_id=args.get("class_id"), failing_method_id=args.get("method_id"))
-            else:
-                row.update(failing_class_id=None, failing_method_id=None)
+            if method in _CLOSES:
+                row["failing_class_id"] = args.get("class_id")
+                row["failing_method_id"] = args.get("method_id")
         elif kind == "header":
-            row.update(class_id=record["class_id"], body_size=_int64(record["body_size"]),
-                       properties_json=to_json(record["properties"]))
+            row["class_id"] = record["class_id"]
+            row["body_size"] = _int64(record["body_size"])
+            row["properties_json"] = to_json(record["properties"])
         elif kind == "protocol-header":
-            row.update(protocol_version=record["version"], protocol_header=record["protocol_header"])
+            row["protocol_version"] = record["version"]
+            row["protocol_header"] = record["protocol_header"]
         return row
 
     def message_row(self, record: dict) -> dict:
-        row = self._common(record)
+        row = self._common(record, _MESSAGE)
         row["message_key"] = message_key(record["connection"], record["dir"], record["offset"])
         args, message = record["args"], record["message"]
         properties = message.get("properties") or {}
         headers = properties.get("headers")
         timestamp = properties.get("timestamp")
-        row.update(
-            method=record["method"], exchange=args.get("exchange"), routing_key=args.get("routing_key"),
-            delivery_tag=_int64(args.get("delivery_tag")), consumer_tag=args.get("consumer_tag"),
-            redelivered=args.get("redelivered"), mandatory=args.get("mandatory"),
-            reply_code=args.get("reply_code"), reply_text=args.get("reply_text"),
-            headers=None if headers is None else [(str(k), as_text(v)) for k, v in headers.items()],
-            headers_json=to_json(headers),
-            timestamp=timestamp * 1_000_000 if isinstance(timestamp, int) and timestamp < 2**43 else None,
-            body_size=_int64(message["body_size"]), body_received=message["body_received"],
-            body_frames=message["body_frames"], complete=message["complete"],
-            body_sha256=message["body_sha256"],
-            body=base64.b64decode(message["body_b64"]) if "body_b64" in message else None)
+        row["method"] = record["method"]
+        row["exchange"] = args.get("exchange")
+        row["routing_key"] = args.get("routing_key")
+        row["delivery_tag"] = _int64(args.get("delivery_tag"))
+        row["consumer_tag"] = args.get("consumer_tag")
+        row["redelivered"] = args.get("redelivered")
+        row["mandatory"] = args.get("mandatory")
+        row["reply_code"] = args.get("reply_code")
+        row["reply_text"] = args.get("reply_text")
+        if headers is not None:
+            row["headers"] = [(str(k), as_text(v)) for k, v in headers.items()]
+            row["headers_json"] = to_json(headers)
+        if isinstance(timestamp, int) and timestamp < 2**43:
+            row["timestamp"] = timestamp * 1_000_000
+        row["body_size"] = _int64(message["body_size"])
+        row["body_received"] = message["body_received"]
+        row["body_frames"] = message["body_frames"]
+        row["complete"] = message["complete"]
+        row["body_sha256"] = message["body_sha256"]
+        if "body_b64" in message:
+            row["body"] = base64.b64decode(message["body_b64"])
         for name in _PROPERTIES:
             row[name] = properties.get(name)
         return row
 
     def issue_row(self, record: dict) -> dict:
-        row = self._common(record)
-        row.update(issue_kind=record["issue_kind"], detail=record["detail"],
-                   bytes_skipped=record["bytes_skipped"], file_offset=record.get("file_offset"))
+        row = self._common(record, _ISSUE)
+        row["issue_kind"] = record["issue_kind"]
+        row["detail"] = record["detail"]
+        row["bytes_skipped"] = record["bytes_skipped"]
+        row["file_offset"] = record.get("file_offset")
         return row
 
     def stream_row(self, summary: dict) -> dict:

@@ -46,9 +46,10 @@ class RpcRules:
             self.early = [e for e in self.early if e[0] == "channel.open-ok"]
             self.instance = instance
         answered = None
-        if self.pending:  # most methods (publishes, deliveries, acks) find none: skip the search
-            answered = next((p for p in self.pending if p["requester"] != requester
-                             and method in responses[p["request"]]), None)
+        for pending in self.pending:  # a loop, not next(generator): most methods find no request
+            if pending["requester"] != requester and method in responses[pending["request"]]:
+                answered = pending
+                break
         if answered is not None:
             self.pending.remove(answered)
             self._answer(answered, method, row["ts_ns"], "ok", None, None)
@@ -64,8 +65,10 @@ class RpcRules:
             call = {**where_from(row), "channel": row["channel"], "channel_instance": self.instance,
                     "requester": requester, "request": method, "request_ns": row["ts_ns"]}
             reply = None
-            if self.early:
-                reply = next((e for e in self.early if e[1] != requester and e[0] in responses[method]), None)
+            for early in self.early:
+                if early[1] != requester and early[0] in responses[method]:
+                    reply = early
+                    break
             if reply is not None:
                 self.early.remove(reply)
                 self._answer(call, reply[0], reply[2], "ok", None, None)
