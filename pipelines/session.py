@@ -12,9 +12,12 @@ from pipelines import class_archive
 QUIET_LOG4J = resources.files("pipelines") / "log4j2.properties"
 
 
-def build_session(settings: Settings, master: str | None = None, verbose: bool = False):
+def build_session(settings: Settings, master: str | None = None, verbose: bool = False,
+                  sql_on_demand: bool = False):
     """Python workers must run this interpreter, or they would not find the project's packages
-    (PySpark reads PYSPARK_PYTHON when it starts workers; spark-submit reads the conf)."""
+    (PySpark reads PYSPARK_PYTHON when it starts workers; spark-submit reads the conf).
+    `sql_on_demand`: an OnDemandSession, for a job that may need only the SparkContext."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if (master or settings.spark.master).startswith("local"):
@@ -34,11 +37,42 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
         builder = builder.master(master or settings.spark.master)
     for key, value in settings.spark.conf.items():
         builder = builder.config(key, value)
-    if not verbose and not _submitted() and SparkSession.getActiveSession() is None:
+    fresh = not _submitted() and SparkSession.getActiveSession() is None
+    if fresh and not verbose:
         _start_quiet_jvm(builder)
-    spark = builder.getOrCreate()
+    if fresh and sql_on_demand:
+        spark = OnDemandSession(builder, SparkContext.getOrCreate(_conf(builder)))
+    else:
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark
+
+
+class OnDemandSession:
+    """A SparkContext at once, and the SparkSession over it only when something asks for one. The
+    nightly job's stages are plain RDD tasks, and with the delta-rs sink it never needs SQL; making
+    the JVM's SQL session anyway took ~2 s of start-up (class loading), and slowed the first tasks
+    that start beside it. Anything but `sparkContext` and `stop` is the session's."""
+
+    def __init__(self, builder, context) -> None:
+        self._builder = builder
+        self._session = None
+        self.sparkContext = context
+
+    @property
+    def session(self):
+        if self._session is None:
+            self._session = self._builder.getOrCreate()  # over the running SparkContext
+        return self._session
+
+    def __getattr__(self, name: str):
+        return getattr(self.session, name)
+
+    def stop(self) -> None:
+        if self._session is not None:
+            self._session.stop()
+        else:
+            self.sparkContext.stop()
 
 
 # Lines the JVM itself prints at every start (not through log4j): noise for a user.
@@ -49,14 +83,17 @@ JVM_NOISE = ("WARNING: Using incubator modules", "Setting default log level to",
 def _start_quiet_jvm(builder) -> None:
     """Launch the JVM with its stderr through a filter that drops JVM_NOISE (everything else, a
     real error, still reaches the console), then create the SparkContext on it."""
+    import importlib
     import subprocess
     import threading
 
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
-    conf = SparkConf(loadDefaults=True)
-    for key, value in builder._options.items():
-        conf.set(key, value)
+    conf = _conf(builder)
+    # PySpark's py4j converters import pandas on the first call into the JVM (through
+    # pyspark.testing.utils, ~0.5 s): import it while the JVM starts, not after.
+    threading.Thread(target=importlib.import_module, args=("pyspark.testing.utils",), name="warm-imports",
+                     daemon=True).start()
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
     stream = gateway.proc.stderr
 
@@ -67,6 +104,14 @@ def _start_quiet_jvm(builder) -> None:
                 sys.stderr.flush()
     threading.Thread(target=forward, name="jvm-stderr", daemon=True).start()
     SparkContext(conf=conf, gateway=gateway)
+
+
+def _conf(builder):
+    from pyspark import SparkConf
+    conf = SparkConf(loadDefaults=True)
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    return conf
 
 
 def _submitted() -> bool:

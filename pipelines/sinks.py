@@ -47,7 +47,7 @@ def table_uri(lake: str, table: Table | str) -> str:
 
 def delta_spark_loaded(spark) -> bool:
     try:
-        spark._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
         return True
     except Exception:  # py4j wraps ClassNotFoundException
         return False

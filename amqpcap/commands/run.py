@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from pipelines.sinks import EngineError
     from amqpcap.console import JobDisplay
     display = JobDisplay(sum(max(f.size, 0) for f in files), len(files))
-    spark = build_session(settings, args.master, verbose=args.verbose)
+    spark = build_session(settings, args.master, verbose=args.verbose, sql_on_demand=True)
     try:
         summary = run(spark, files, settings, lake, args.run_id or str(uuid.uuid4()), started=STARTED,
                       display=display)

@@ -1,0 +1,76 @@
+"""The job's session: a SparkContext at once, the SQL session only when asked for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipelines.session import OnDemandSession
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.made: list[_Session] = []
+
+    def getOrCreate(self):
+        self.made.append(_Session())
+        return self.made[-1]
+
+
+class _Session:
+    stopped = False
+    version = "4.x"
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class _Context:
+    stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_the_session_is_made_on_first_use_and_once():
+    builder, context = _Builder(), _Context()
+    spark = OnDemandSession(builder, context)
+    assert spark.sparkContext is context and builder.made == []
+    assert spark.version == "4.x" and spark.version == "4.x"
+    assert len(builder.made) == 1
+    spark.stop()
+    assert builder.made[0].stopped and not context.stopped  # the session stops its own context
+
+
+def test_stopping_an_unused_session_stops_the_context():
+    builder, context = _Builder(), _Context()
+    OnDemandSession(builder, context).stop()
+    assert context.stopped and builder.made == []
+
+
+@pytest.mark.slow
+def test_a_real_job_needs_no_sql_session_until_asked(tmp_path):
+    """In a fresh process (this one has the tests' shared session): RDD work runs on the context
+    alone, with no SQL session in the JVM; asking for SQL then makes it over the same context."""
+    script = textwrap.dedent("""
+        from amqp_decode.settings import Settings
+        from pipelines.session import build_session
+        spark = build_session(Settings(), "local[2]", sql_on_demand=True)
+        context = spark.sparkContext
+        assert context.parallelize(range(10), 2).map(lambda x: x * x).sum() == 285
+        sessions = context._jvm.org.apache.spark.sql.SparkSession
+        assert not sessions.getDefaultSession().isDefined()
+        assert spark.createDataFrame([(1, "a")], "n int, s string").count() == 1
+        assert sessions.getDefaultSession().isDefined() and spark.sparkContext is context
+        spark.stop()
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
