@@ -206,14 +206,18 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
     from pipelines.stages.numbering import number_units
     plans, staged = units
     per_bucket: dict[int, dict[int, list[int]]] = {}  # bucket -> file index -> units in byte order
+    weights: Counter = Counter()  # bucket -> segments staged
     for unit in plans:
-        for bucket in sorted(staged[unit.unit][0]):
+        for bucket, segments in sorted(staged[unit.unit][0].items()):
             per_bucket.setdefault(bucket, {}).setdefault(unit.file_index, []).append(unit.unit)
+            weights[bucket] += segments
     if not per_bucket:
         return []
     numbers = number_units(plans, staged, buckets_of(spark, settings))  # Wireshark's frame.number, tcp.stream
+    # The biggest buckets first: tasks start in this order, so the small ones fill in at the end
+    # instead of a big one starting last while the other cores idle.
     rows = [(bucket, json.dumps(sorted(by_file.items())), json.dumps(numbers.for_bucket(bucket)))
-            for bucket, by_file in sorted(per_bucket.items())]
+            for bucket, by_file in sorted(per_bucket.items(), key=lambda item: (-weights[item[0]], item[0]))]
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
                              settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context,
                              flow_parts=flow_parts)
