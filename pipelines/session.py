@@ -83,7 +83,6 @@ JVM_NOISE = ("WARNING: Using incubator modules", "Setting default log level to",
 def _start_quiet_jvm(builder) -> None:
     """Launch the JVM with its stderr through a filter that drops JVM_NOISE (everything else, a
     real error, still reaches the console), then create the SparkContext on it."""
-    import importlib
     import subprocess
     import threading
 
@@ -92,7 +91,7 @@ def _start_quiet_jvm(builder) -> None:
     conf = _conf(builder)
     # PySpark's py4j converters import pandas on the first call into the JVM (through
     # pyspark.testing.utils, ~0.5 s): import it while the JVM starts, not after.
-    threading.Thread(target=importlib.import_module, args=("pyspark.testing.utils",), name="warm-imports",
+    threading.Thread(target=_import_quietly, args=("pyspark.testing.utils",), name="warm-imports",
                      daemon=True).start()
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
     stream = gateway.proc.stderr
@@ -104,6 +103,15 @@ def _start_quiet_jvm(builder) -> None:
                 sys.stderr.flush()
     threading.Thread(target=forward, name="jvm-stderr", daemon=True).start()
     SparkContext(conf=conf, gateway=gateway)
+
+
+def _import_quietly(module: str) -> None:
+    """A head start only: a module that fails here fails again, loudly, where it is needed."""
+    import importlib
+    try:
+        importlib.import_module(module)
+    except Exception:
+        pass
 
 
 def _conf(builder):

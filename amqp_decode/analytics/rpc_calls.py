@@ -46,7 +46,7 @@ class RpcRules:
             self.early = [e for e in self.early if e[0] == "channel.open-ok"]
             self.instance = instance
         answered = None
-        for pending in self.pending:  # a loop, not next(generator): most methods find no request
+        for pending in self.pending:  # a plain loop: a generator per method cost more than the search
             if pending["requester"] != requester and method in responses[pending["request"]]:
                 answered = pending
                 break
