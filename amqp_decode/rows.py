@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import base64
 import datetime
+import sys
 from decimal import Decimal
 
 import orjson
 import pyarrow as pa
 
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
-from amqp_decode.tables import FRAMES
+from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES
 
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime.date(1970, 1, 1)
@@ -110,24 +111,17 @@ def _date(ts_ns: int) -> datetime.date:
     return date
 
 
-# Every row of a kind starts as a copy of a dict that already has all of that kind's keys: filling
-# it then only replaces values, where growing a dict key by key (and merging dicts into it)
-# resized it several times per row, millions of times a night.
-_COMMON = ("date", "connection", "capture", "pcap_record", "pcap_record_last", "tcp_stream", "ts", "ts_ns",
-           "client", "server", "direction", "channel", "stream_offset", "run_id")
-_FRAME = (*_COMMON, "ts_last_ns", "kind", "frame_bytes")
-_FRAME_TEMPLATES = {
-    "method": dict.fromkeys((*_FRAME, "method", "class_id", "method_id", "args_json", *_NO_ARGUMENTS,
-                             "failing_class_id", "failing_method_id")),
-    "header": dict.fromkeys((*_FRAME, "class_id", "body_size", "properties_json")),
-    "protocol-header": dict.fromkeys((*_FRAME, "protocol_version", "protocol_header")),
-}
-_OTHER_FRAME = dict.fromkeys(_FRAME)
-_MESSAGE = dict.fromkeys((*_COMMON, "message_key", "method", "exchange", "routing_key", "delivery_tag",
-                          "consumer_tag", "redelivered", "mandatory", "reply_code", "reply_text", "headers",
-                          "headers_json", "timestamp", "body_size", "body_received", "body_frames", "complete",
-                          "body_sha256", "body", *_PROPERTIES))
-_ISSUE = dict.fromkeys((*_COMMON, "issue_kind", "detail", "bytes_skipped", "file_offset"))
+def _template(table) -> dict:
+    """Every column of `table`, null, in its schema's order (`date` first), keys interned."""
+    return dict.fromkeys(sys.intern(name) for name in table.arrow().names)
+
+
+# Every row starts as a copy of its table's template: filling it then only replaces values, where
+# growing a dict key by key (and merging dicts into it) resized it several times per row; and its
+# keys stay in the columns' order, which amqp_decode.columns reads without a lookup per column.
+_FRAME = _template(FRAMES)
+_MESSAGE = _template(MESSAGES)
+_ISSUE = _template(DECODE_ISSUES)
 
 
 class RawRows:
@@ -157,7 +151,7 @@ class RawRows:
 
     def frame_row(self, record: dict) -> dict:
         kind = record["kind"]
-        row = self._common(record, _FRAME_TEMPLATES.get(kind, _OTHER_FRAME))
+        row = self._common(record, _FRAME)
         row["ts_last_ns"] = record["ts_last_ns"]
         row["kind"] = kind
         row["frame_bytes"] = record["size"]

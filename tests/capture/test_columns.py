@@ -46,3 +46,33 @@ def test_rows_given_as_values_go_to_their_columns_and_a_short_one_is_refused():
     else:
         raise AssertionError("a row with too few values was taken")
     assert buffer.size == 2 and buffer.take() == [[1, 2], [b"ab", None]]
+
+
+def test_rows_in_column_order_out_of_order_or_with_other_keys_all_land_right():
+    """The walk over a row's entries in column order, and the lookups from the first key out of
+    order on, give the same columns whatever the row's keys: in order, shuffled, extra keys in the
+    middle or at the end, keys equal to a name but another string object, fewer keys than columns."""
+    names = ("a", "b", "c", "d")
+    built = "".join(["c"])  # equal to "c", not the interned object
+    rows = [{"a": 1, "b": 2, "c": 3, "d": 4},
+            {"a": 1, "b": 2, "c": 3, "d": 4, "extra": 5},
+            {"a": 1, "extra": 5, "b": 2, "c": 3, "d": 4},
+            {"b": 2, "a": 1, "d": 4, "c": 3},
+            {"a": 1, "b": 2, built: 3, "d": 4},
+            {"a": 1, "b": 2},
+            {"d": 4},
+            {}]
+    buffer = ColumnBuffer(names)
+    for row in rows:
+        buffer.add(row)
+    assert buffer.take() == [[row.get(name) for row in rows] for name in names]
+
+
+def test_frame_rows_come_in_the_frames_columns_order():
+    """RawRows builds every frames row with its keys in the table's column order (what lets the
+    buffer read it in one walk), whatever the frame's kind."""
+    path = next(p for p in EXPECTED if p.name == "returns_nack_reject.expected.json")
+    builder = RawRows("run-1")
+    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
+    assert {row["kind"] for row in rows} >= {"method", "header", "body", "protocol-header"}
+    assert all(list(row) == FRAMES.arrow().names for row in rows)
