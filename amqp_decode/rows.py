@@ -55,7 +55,6 @@ def _argument_plan(name: str) -> tuple:
 
 
 _ARGUMENTS = {name: _argument_plan(name) for name in ARGUMENT_COLUMNS}
-_NO_ARGUMENTS = dict.fromkeys(sorted(set(ARGUMENT_COLUMNS.values())))  # every argument column, null
 _CLOSES = ("connection.close", "channel.close")
 _PROPERTIES = ("content_type", "content_encoding", "delivery_mode", "priority", "correlation_id",
                "reply_to", "expiration", "message_id", "type", "user_id", "app_id")
