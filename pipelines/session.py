@@ -35,6 +35,8 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
                .config("spark.ui.showConsoleProgress", "true" if verbose else "false"))
     if master or not _submitted():
         builder = builder.master(master or settings.spark.master)
+    if not _submitted():  # Spark is the installed pyspark: its workers may import it compiled
+        builder = builder.config("spark.python.daemon.module", "pipelines.spark_daemon")
     for key, value in settings.spark.conf.items():
         builder = builder.config(key, value)
     fresh = not _submitted() and SparkSession.getActiveSession() is None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.session import OnDemandSession
+from pipelines.spark_daemon import installed_package_zips
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,6 +65,12 @@ def test_a_real_job_needs_no_sql_session_until_asked(tmp_path):
         spark = build_session(Settings(), "local[2]", sql_on_demand=True)
         context = spark.sparkContext
         assert context.parallelize(range(10), 2).map(lambda x: x * x).sum() == 285
+        import pyspark
+        def origin(_):
+            import pyspark
+            return pyspark.__file__
+        # the workers import the installed PySpark (compiled once), not the zip Spark puts first
+        assert set(context.parallelize(range(2), 2).map(origin).collect()) == {pyspark.__file__}
         sessions = context._jvm.org.apache.spark.sql.SparkSession
         assert not sessions.getDefaultSession().isDefined()
         assert spark.createDataFrame([(1, "a")], "n int, s string").count() == 1
@@ -74,3 +81,14 @@ def test_a_real_job_needs_no_sql_session_until_asked(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
+
+
+def test_only_zips_inside_an_installed_pyspark_are_dropped(tmp_path):
+    package = tmp_path / "site" / "pyspark"
+    (package / "python" / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    inside = str(package / "python" / "lib" / "pyspark.zip")
+    py4j = str(package / "python" / "lib" / "py4j-0.10.9.9-src.zip")
+    cluster = str(tmp_path / "opt" / "spark" / "python" / "lib" / "pyspark.zip")  # no package beside it
+    path = [inside, py4j, cluster, str(tmp_path / "site"), "/usr/lib/python311.zip"]
+    assert installed_package_zips(path) == [inside, py4j]
