@@ -35,15 +35,14 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
                .config("spark.ui.showConsoleProgress", "true" if verbose else "false"))
     if master or not _submitted():
         builder = builder.master(master or settings.spark.master)
-    if not _submitted():  # Spark is the installed pyspark: its workers may import it compiled
+    if not _submitted():  # workers import an installed PySpark compiled, not from its zip
         builder = builder.config("spark.python.daemon.module", "pipelines.spark_daemon")
     for key, value in settings.spark.conf.items():
         builder = builder.config(key, value)
     fresh = not _submitted() and SparkSession.getActiveSession() is None
-    if fresh and not verbose:
-        _start_quiet_jvm(builder)
+    context = _start_quiet_jvm(builder) if fresh and not verbose else None
     if fresh and sql_on_demand:
-        spark = OnDemandSession(builder, SparkContext.getOrCreate(_conf(builder)))
+        spark = OnDemandSession(builder, context or SparkContext(conf=_conf(builder)))
     else:
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
@@ -82,9 +81,9 @@ JVM_NOISE = ("WARNING: Using incubator modules", "Setting default log level to",
              "To adjust logging level use sc.setLogLevel")
 
 
-def _start_quiet_jvm(builder) -> None:
+def _start_quiet_jvm(builder):
     """Launch the JVM with its stderr through a filter that drops JVM_NOISE (everything else, a
-    real error, still reaches the console), then create the SparkContext on it."""
+    real error, still reaches the console), then create the SparkContext on it (returned)."""
     import subprocess
     import threading
 
@@ -104,7 +103,7 @@ def _start_quiet_jvm(builder) -> None:
                 sys.stderr.buffer.write(line)
                 sys.stderr.flush()
     threading.Thread(target=forward, name="jvm-stderr", daemon=True).start()
-    SparkContext(conf=conf, gateway=gateway)
+    return SparkContext(conf=conf, gateway=gateway)
 
 
 def _import_quietly(module: str) -> None:
