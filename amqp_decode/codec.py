@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 
-from amqp_decode.compiler import MethodDecoder, compile_fields, compile_properties
+from amqp_decode.compiler import MethodDecoder, compile_fields, compile_properties, flag_layout
 from amqp_decode.errors import (BadFrameEnd, DecodeError, MalformedPayload, OversizeFrame,
                                 TrailingBytes, TruncatedFrame, UnknownClass, UnknownFrameType,
                                 UnknownMethod, UnknownProperty)
@@ -55,14 +55,34 @@ class Codec:
         for method in spec.methods():
             secret = SECRET_FIELDS.get(method.full_name)
             raw = frozenset({secret}) if secret else frozenset()
-            decoder = compile_fields(method.fields, method.full_name, self.tables, raw_keys=raw)
-            self._methods[method.class_id << 16 | method.method_id] = (method, decoder, bool(secret),
+            self._methods[method.class_id << 16 | method.method_id] = (method, None, bool(secret),
                                                                        plan(method.fields, raw))
         self._properties = {}
         for amqp_class in spec.classes.values():
             if amqp_class.properties:
-                self._properties[amqp_class.class_id] = (amqp_class.name, *compile_properties(
-                    amqp_class.properties, amqp_class.name, self.tables), property_plan(amqp_class.properties))
+                self._properties[amqp_class.class_id] = (amqp_class.name, None, *flag_layout(
+                    list(amqp_class.properties)), property_plan(amqp_class.properties))
+        # Only the interpreted build runs compiler.py's generated decoders: the compiled one makes
+        # none (generating them cost ~40 ms per process: each Spark worker, each CLI run), except
+        # when a test switches COMPILED off to compare the two ways.
+        if not COMPILED:
+            for key in self._methods:
+                self._generated_method(key)
+            for class_id in self._properties:
+                self._generated_properties(class_id)
+
+    def _generated_method(self, key: int) -> MethodDecoder:
+        method, _, secret, fields = self._methods[key]
+        decoder = compile_fields(method.fields, method.full_name, self.tables,
+                                 raw_keys=frozenset({SECRET_FIELDS[method.full_name]}) if secret else frozenset())
+        self._methods[key] = (method, decoder, secret, fields)
+        return decoder
+
+    def _generated_properties(self, class_id: int):
+        name, _, words, known, plan_ = self._properties[class_id]
+        decoder = compile_properties(self.spec.classes[class_id].properties, name, self.tables)[0]
+        self._properties[class_id] = (name, decoder, words, known, plan_)
+        return decoder
 
     @classmethod
     def for_version(cls, version: str = "0-9-1", dialect: str = "rabbitmq") -> "Codec":
@@ -141,7 +161,7 @@ class Codec:
             if COMPILED:
                 args, end = decode_args(fields, payload, 4, warnings, self.tables)
             else:
-                args, end = decoder(payload, 4, warnings)
+                args, end = (decoder or self._generated_method(class_id << 16 | method_id))(payload, 4, warnings)
         except (IndexError, struct.error, Overrun):
             raise _overrun(method.full_name, payload, 4) from None
         if end != len(payload):
@@ -180,7 +200,7 @@ class Codec:
             if COMPILED:
                 properties, end = decode_properties(plan_, payload, o, warnings, flags, self.tables)
             else:
-                properties, end = decoder(payload, o, warnings, flags)
+                properties, end = (decoder or self._generated_properties(class_id))(payload, o, warnings, flags)
         except (IndexError, struct.error, Overrun):
             raise _overrun(f"{class_name} properties", payload, o) from None
         if unknown and any(unknown):

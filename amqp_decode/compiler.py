@@ -132,13 +132,11 @@ def compile_properties(properties: Iterable[Field], name: str,
     uses and, per word, the mask of bits the class defines (the rest are unknown properties).
     """
     properties = list(properties)
-    words = max(1, (len(properties) + 14) // 15)
-    known = [0] * words
+    words, known = flag_layout(properties)
     src = _Source(tables)
     src.emit("r = {}")
     for k, prop in enumerate(properties):
         word, mask = k // 15, 1 << (15 - k % 15)
-        known[word] |= mask
         test = f"f[{word}] & {mask:#06x}"
         if prop.type == "bit":
             src.emit(f"r[{prop.key!r}] = {test} != 0")
@@ -154,6 +152,15 @@ def compile_properties(properties: Iterable[Field], name: str,
             src.emit(f"r[{prop.key!r}] = v", 2)
     src.emit("return r, o")
     return src.function(f"properties_{_identifier(name)}", "p, o, w, f"), words, known
+
+
+def flag_layout(properties: list[Field]) -> tuple[int, list[int]]:
+    """(flag words the class uses, per word the mask of bits it defines)."""
+    words = max(1, (len(properties) + 14) // 15)
+    known = [0] * words
+    for k in range(len(properties)):
+        known[k // 15] |= 1 << (15 - k % 15)
+    return words, known
 
 
 def _identifier(name: str) -> str:
