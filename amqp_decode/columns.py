@@ -9,6 +9,9 @@ plus one dictionary lookup per column for a row whose keys are not in the column
     buffer = ColumnBuffer(("date", "connection", "ts_ns"))
     buffer.add(row)
     columns = buffer.take()  # [[dates...], [connections...], [ts_ns...]]; the buffer is empty again
+
+`TableColumns` holds one buffer per table, for a writer that receives many tables' rows mixed: the
+path every row of a decode task takes, so it is compiled too, with no Python-level call on it.
 """
 
 from __future__ import annotations
@@ -56,3 +59,34 @@ class ColumnBuffer:
         self.columns = [[] for _ in self.names]
         self.size = 0
         return columns
+
+
+class TableColumns:
+    """Rows of several tables, each table's gathered in its own ColumnBuffer.
+
+        columns = TableColumns(names_of, full, batch_rows=10_000)
+        columns.add(table, row)  # when `table` holds batch_rows rows: full(table)
+        columns.taps[table.name] = see  # see(table, row) too, for this table's rows only
+
+    `names_of(table)`: the columns to gather a table's rows in (asked once per table).
+    """
+
+    def __init__(self, names_of, full, batch_rows: int) -> None:
+        self.names_of = names_of
+        self.full = full
+        self.batch_rows = batch_rows
+        self.buffers: dict = {}  # table name -> ColumnBuffer
+        self.taps: dict = {}  # table name -> what also sees its rows
+
+    def add(self, table, row: dict) -> None:
+        name = table.name
+        buffer = self.buffers.get(name)
+        if buffer is None:
+            buffer = self.buffers[name] = ColumnBuffer(self.names_of(table))
+        buffer.add(row)
+        if self.taps:
+            tap = self.taps.get(name)
+            if tap is not None:
+                tap(table, row)
+        if buffer.size >= self.batch_rows:
+            self.full(table)

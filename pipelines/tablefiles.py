@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from amqp_decode.columns import ColumnBuffer
+from amqp_decode.columns import TableColumns
 from amqp_decode.tables import TABLES, Table
 
 FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures string, stats string"
@@ -48,11 +48,11 @@ class _Layout:
     """How one table's rows are held until written: as columns (amqp_decode.columns), `date` first
     (it goes to the path), then the file's columns in schema order."""
 
-    __slots__ = ("schema", "buffer", "run_id_at")
+    __slots__ = ("schema", "names", "run_id_at")
 
     def __init__(self, table: Table) -> None:
         self.schema = table.arrow(("date",))
-        self.buffer = ColumnBuffer(("date", *self.schema.names))
+        self.names = ("date", *self.schema.names)
         self.run_id_at = self.schema.get_field_index("run_id")
 
 
@@ -66,15 +66,15 @@ class TableFiles:
         self.batch_rows = batch_rows
         self.layouts: dict[str, _Layout] = {}
         self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
+        self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows)
+        # add(table, row): compiled, straight into the table's columns (every row a decode task makes
+        # comes this way; this class's Python runs once per batch). `columns.taps` lets another
+        # consumer see some tables' rows too.
+        self.add = self.columns.add
 
-    def add(self, table: Table, row: dict) -> None:
-        layout = self.layouts.get(table.name)
-        if layout is None:
-            layout = self.layouts[table.name] = _Layout(table)
-        buffer = layout.buffer
-        buffer.add(row)
-        if buffer.size >= self.batch_rows:
-            self._flush(table.name)
+    def _names(self, table: Table) -> tuple:
+        layout = self.layouts[table.name] = _Layout(table)
+        return layout.names
 
     def close(self) -> list[dict]:
         """Write what is left, close every file; their metadata."""
@@ -93,10 +93,11 @@ class TableFiles:
 
     def _flush(self, name: str) -> None:
         layout = self.layouts[name]
-        rows = layout.buffer.size
+        buffer = self.columns.buffers[name]
+        rows = buffer.size
         if not rows:
             return
-        dates, *columns = layout.buffer.take()
+        dates, *columns = buffer.take()
         batch = self._batch(layout, columns, rows)
         table = TABLES[name]
         for date, part in _by_day(dates, batch):

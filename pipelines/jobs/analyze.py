@@ -72,10 +72,13 @@ def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: s
     sides = FlowSides(staging, f"a{uuid.uuid4().hex[:12]}", flow_parts)
     tag = {"source": None, "provisional": False}  # as the nightly run had them: the replayed row's
 
+    for table in FlowSides.TABLES:
+        writer.columns.taps[table.name] = sides.add
+    add = writer.add
+
     def emit(table, row):
         row.update(tag)
-        writer.add(table, row)
-        sides.add(table, row)
+        add(table, row)
     analytics = Tabulator.for_settings(emit, settings, run_id).analytics
     for batch in batches:
         for row in batch.to_pylist():

@@ -59,15 +59,11 @@ in (none when 0)."""
     bases = {int(unit): base for unit, base in numbers.get("bases", {}).items()}
     stream_maps = {int(unit): dict(pairs) for unit, pairs in numbers.get("streams", {}).items()}
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
-    emit = writer.add
     sides = FlowSides(staging, f"b{bucket}", flow_parts) if flow_parts else None
     if sides is not None:
-        add, side = writer.add, sides.add
-
-        def emit(table, row):
-            add(table, row)
-            side(table, row)
-    decoder = CarryingDecoder(settings, list(uris), emit, run_id, saved=staged_states(staging, bucket))
+        for table in FlowSides.TABLES:
+            writer.columns.taps[table.name] = sides.add
+    decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
     streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), stream_maps.get(unit, {}))
                                       for unit in units], file_index)

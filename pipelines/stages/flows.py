@@ -53,6 +53,8 @@ def sides_dir(staging: str) -> str:
 class FlowSides:
     """Collects one task's publishes and deliveries rows as match sides, one IPC file per part."""
 
+    TABLES = (PUBLISHES, DELIVERIES)  # the rows it takes (a table writer's taps: pipelines.tablefiles)
+
     def __init__(self, staging: str, tag: str, parts: int) -> None:
         filesystem, root = filesystem_of(sides_dir(staging))
         self.parts = parts

@@ -76,3 +76,30 @@ def test_frame_rows_come_in_the_frames_columns_order():
     rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
     assert {row["kind"] for row in rows} >= {"method", "header", "body", "protocol-header"}
     assert all(list(row) == FRAMES.arrow().names for row in rows)
+
+
+def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_some():
+    from amqp_decode.columns import TableColumns
+    from amqp_decode.tables import DELIVERIES, FRAMES, PUBLISHES
+    asked, written, tapped = [], [], []
+
+    def names_of(table):
+        asked.append(table.name)
+        return ("n", table.name)
+
+    def full(table):  # as a writer does: takes the table's columns
+        written.append((table.name, columns.buffers[table.name].take()))
+
+    columns = TableColumns(names_of, full, batch_rows=3)
+    columns.taps[PUBLISHES.name] = lambda table, row: tapped.append((table.name, row["n"]))
+    for n in range(7):
+        columns.add(FRAMES, {"n": n, FRAMES.name: "f"})
+        if n % 2:
+            columns.add(PUBLISHES, {"n": n})
+    columns.add(DELIVERIES, {"n": 99})
+    assert asked == ["frames", "publishes", "deliveries"]  # once per table
+    assert written == [("frames", [[0, 1, 2], ["f"] * 3]), ("frames", [[3, 4, 5], ["f"] * 3]),
+                       ("publishes", [[1, 3, 5], [None] * 3])]  # each table when it holds 3 rows
+    assert tapped == [("publishes", 1), ("publishes", 3), ("publishes", 5)]  # its rows only
+    assert columns.buffers["frames"].take() == [[6], ["f"]]
+    assert columns.buffers["deliveries"].take() == [[99], [None]]
