@@ -53,10 +53,8 @@ class Codec:
                             and c.name not in ("frame-end", "frame-min-size")}
         self._methods: dict[int, tuple[Method, MethodDecoder, bool, tuple]] = {}
         for method in spec.methods():
-            secret = SECRET_FIELDS.get(method.full_name)
-            raw = frozenset({secret}) if secret else frozenset()
-            self._methods[method.class_id << 16 | method.method_id] = (method, None, bool(secret),
-                                                                       plan(method.fields, raw))
+            self._methods[method.class_id << 16 | method.method_id] = (
+                method, None, method.full_name in SECRET_FIELDS, plan(method.fields, _raw_keys(method)))
         self._properties = {}
         for amqp_class in spec.classes.values():
             if amqp_class.properties:
@@ -73,8 +71,7 @@ class Codec:
 
     def _generated_method(self, key: int) -> MethodDecoder:
         method, _, secret, fields = self._methods[key]
-        decoder = compile_fields(method.fields, method.full_name, self.tables,
-                                 raw_keys=frozenset({SECRET_FIELDS[method.full_name]}) if secret else frozenset())
+        decoder = compile_fields(method.fields, method.full_name, self.tables, raw_keys=_raw_keys(method))
         self._methods[key] = (method, decoder, secret, fields)
         return decoder
 
@@ -214,6 +211,12 @@ class Codec:
             _check_end(f"{class_name} properties", payload, end, warnings)
         return ContentHeader(channel, class_id, class_name, weight, body_size, sent, properties,
                              len(payload), warnings)
+
+
+def _raw_keys(method: Method) -> frozenset:
+    """The method's argument kept as bytes (its secret, which redaction consumes), if any."""
+    secret = SECRET_FIELDS.get(method.full_name)
+    return frozenset({secret}) if secret else frozenset()
 
 
 def _overrun(what: str, payload: bytes, offset: int) -> MalformedPayload:

@@ -63,7 +63,6 @@ class TableFiles:
         self.filesystem, self.root = filesystem_of(root)
         self.run_id = run_id
         self.tag = tag
-        self.batch_rows = batch_rows
         self.layouts: dict[str, _Layout] = {}
         self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
         self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows)
