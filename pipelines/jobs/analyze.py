@@ -71,9 +71,7 @@ def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: s
     writer = TableFiles(root, run_id, tag="analyze-", batch_rows=settings.spark.arrow_batch_rows)
     sides = FlowSides(staging, f"a{uuid.uuid4().hex[:12]}", flow_parts)
     tag = {"source": None, "provisional": False}  # as the nightly run had them: the replayed row's
-
-    for table in FlowSides.TABLES:
-        writer.columns.taps[table.name] = sides.add
+    sides.tap(writer)
     add = writer.add
 
     def emit(table, row):

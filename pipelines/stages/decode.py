@@ -61,8 +61,7 @@ in (none when 0)."""
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
     sides = FlowSides(staging, f"b{bucket}", flow_parts) if flow_parts else None
     if sides is not None:
-        for table in FlowSides.TABLES:
-            writer.columns.taps[table.name] = sides.add
+        sides.tap(writer)
     decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
     streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), stream_maps.get(unit, {}))

@@ -53,13 +53,17 @@ def sides_dir(staging: str) -> str:
 class FlowSides:
     """Collects one task's publishes and deliveries rows as match sides, one IPC file per part."""
 
-    TABLES = (PUBLISHES, DELIVERIES)  # the rows it takes (a table writer's taps: pipelines.tablefiles)
 
     def __init__(self, staging: str, tag: str, parts: int) -> None:
         filesystem, root = filesystem_of(sides_dir(staging))
         self.parts = parts
         self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS)
         self.keys: dict[str, int] = {}  # key -> part (the hash once per key)
+
+    def tap(self, writer) -> None:
+        """Take the publishes and deliveries rows a table writer (pipelines.tablefiles) receives."""
+        for table in (PUBLISHES, DELIVERIES):
+            writer.columns.taps[table.name] = self.add
 
     def add(self, table, row: dict) -> None:
         if table is PUBLISHES:
