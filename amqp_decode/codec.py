@@ -18,8 +18,8 @@ from amqp_decode.compiler import MethodDecoder, compile_fields, compile_properti
 from amqp_decode.errors import (BadFrameEnd, DecodeError, MalformedPayload, OversizeFrame,
                                 TrailingBytes, TruncatedFrame, UnknownClass, UnknownFrameType,
                                 UnknownMethod, UnknownProperty)
-from amqp_decode.fields import Overrun, decode_args, decode_properties, plan, property_plan
-from amqp_decode.fieldtable import FieldTableCodec
+from amqp_decode.fields import decode_args, decode_properties, plan, property_plan
+from amqp_decode.fieldtable import FieldTableCodec, Overrun
 from amqp_decode.frames import (ContentBody, ContentHeader, Frame, Heartbeat, MethodFrame,
                                 OtherFrame)
 from amqp_decode.redact import SECRET_FIELDS, redact

@@ -13,7 +13,7 @@ A plan is a tuple of (type code, key, raw) per field in wire order; key None for
 from __future__ import annotations
 
 from amqp_decode.errors import MalformedPayload
-from amqp_decode.fieldtable import TEXT_ERRORS, Timestamp
+from amqp_decode.fieldtable import TEXT_ERRORS, Overrun, Timestamp
 
 OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT, TIMESTAMP = range(1, 11)
 CODES = {"octet": OCTET, "short": SHORT, "long": LONG, "longlong": LONGLONG, "timestamp": TIMESTAMP,
@@ -27,10 +27,6 @@ def plan(fields, raw_keys=frozenset()) -> tuple:
 def property_plan(properties) -> tuple:
     """(type code, key, flag word, mask) per content property, in flag order."""
     return tuple((CODES[p.type], p.key, k // 15, 1 << (15 - k % 15)) for k, p in enumerate(properties))
-
-
-class Overrun(Exception):
-    """A fixed-width field or a length runs past the payload (the codec words the error)."""
 
 
 def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tuple[dict, int]:
@@ -141,8 +137,7 @@ def _unsigned(payload: bytes, o: int, width: int) -> int:
 
 def _text(payload: bytes, o: int, n: int) -> str:
     """UTF-8 (invalid bytes kept visible as \\xNN), cut at the payload's end as a slice would be."""
-    data = payload[o:o + n]
     try:
-        return data.decode()
+        return payload[o:o + n].decode("utf-8")  # (compiled: decoded in place, no slice made)
     except UnicodeDecodeError:
-        return data.decode("utf-8", TEXT_ERRORS)
+        return payload[o:o + n].decode("utf-8", TEXT_ERRORS)

@@ -12,8 +12,10 @@ comparison. Two dialects disagree on three tags:
 An unknown tag stops its table: a value's length cannot be known without its type, so nothing is
 guessed. The table's own length still bounds it, so the enclosing table or method goes on.
 
-Every decoder takes (payload, offset, warnings) and returns (value, next offset). `warnings` is a
-list that collects non-fatal issues, or None to raise them instead (strict mode).
+`decode_table` takes (payload, offset, warnings) and returns (table, next offset). `warnings` is a
+list that collects non-fatal issues, or None to raise them instead (strict mode). Compiled (with
+fieldtable.pxd), the loops read the payload's octets in C: tables sit in every connection.start and
+in the headers of many messages.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import struct
 import time
 from decimal import Decimal
-from typing import Callable
 
 from amqp_decode.errors import MalformedPayload, UnknownFieldTag
 
@@ -41,13 +42,20 @@ RABBITMQ_TAGS = {
 SPEC_TAGS = {**RABBITMQ_TAGS, "s": "shortstr", "l": "uint64"}
 DIALECTS = {"rabbitmq": RABBITMQ_TAGS, "spec": SPEC_TAGS}
 
-_FIXED = {"int8": ">b", "uint8": ">B", "int16": ">h", "uint16": ">H", "int32": ">i",
-          "uint32": ">I", "int64": ">q", "uint64": ">Q", "float32": ">f", "float64": ">d"}
-_U32 = struct.Struct(">I").unpack_from
-_U64 = struct.Struct(">Q").unpack_from
-_DECIMAL = struct.Struct(">Bi").unpack_from
+# What a tag means, as a small int the loops branch on (compiled: a C switch, no call or dict
+# lookup per value). Fixed-width numbers come first, by width: INT8..UINT8 one octet, INT16..UINT16
+# two, INT32..FLOAT32 four, INT64..TIMESTAMP eight.
+KINDS = ("boolean", "int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "int64",
+         "uint64", "float64", "timestamp", "decimal", "shortstr", "longstr", "bytes", "table", "array",
+         "void")
+(BOOLEAN, INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, INT64, UINT64, FLOAT64, TIMESTAMP,
+ DECIMAL, SHORTSTR, LONGSTR, BYTES, TABLE, ARRAY, VOID) = range(1, len(KINDS) + 1)
+_F32 = struct.Struct(">f").unpack_from
+_F64 = struct.Struct(">d").unpack_from
 
-Decoder = Callable[[bytes, int, "list | None"], tuple[object, int]]
+
+class Overrun(Exception):
+    """A fixed-width value or a length runs past the payload (the codec words the error)."""
 
 
 class Timestamp(int):
@@ -65,55 +73,34 @@ class Timestamp(int):
             return str(int(self))
 
 
-def _timestamp(p, o, w):
-    return Timestamp(_U64(p, o)[0]), o + 8
-
-
-def _fixed(fmt: str) -> Decoder:
-    unpack = struct.Struct(fmt).unpack_from
-    size = struct.calcsize(fmt)
-
-    def decode(p, o, w):
-        return unpack(p, o)[0], o + size
-    return decode
-
-
-def _boolean(p, o, w):
-    return p[o] != 0, o + 1
-
-
-def _decimal(p, o, w):
-    # The scale octet is unsigned, the value signed (errata): -1.5 is scale 1, value -15.
-    scale, value = _DECIMAL(p, o)
-    return Decimal(value).scaleb(-scale), o + 5
-
-
-def text(data: bytes) -> str:
-    """UTF-8, with invalid bytes kept visible. (Strict decoding first: passing an errors handler
-    costs more than the rare failure.)"""
+def _text(p: bytes, o: int, n: int) -> str:
+    """p[o:o + n] (cut at the payload's end, as a slice is) as UTF-8, with invalid bytes kept
+    visible; compiled, decoded in place. (Strict decoding first: an errors handler costs more than
+    the rare failure.)"""
     try:
-        return data.decode()
+        return p[o:o + n].decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("utf-8", TEXT_ERRORS)
+        return p[o:o + n].decode("utf-8", TEXT_ERRORS)
 
 
-def _shortstr(p, o, w):
-    n = p[o]
-    return text(p[o + 1:o + 1 + n]), o + 1 + n
+def _uint(p: bytes, o: int, width: int) -> int:
+    """The big-endian unsigned integer of `width` octets at o (the caller checked they are there)."""
+    value = 0
+    for i in range(width):
+        value = (value << 8) | p[o + i]
+    return value
 
 
-def _longstr(p, o, w):
-    n = _U32(p, o)[0]
-    return text(p[o + 4:o + 4 + n]), o + 4 + n
-
-
-def _bytes(p, o, w):
-    n = _U32(p, o)[0]
-    return bytes(p[o + 4:o + 4 + n]), o + 4 + n
-
-
-def _void(p, o, w):
-    return None, o
+def _signed(value: int, width: int) -> int:
+    """An unsigned `width`-octet value as two's complement. (Constants, not shifts: compiled, a shift
+    by a C int would overflow at 32 and 64 bits.)"""
+    if width == 1:
+        return value - 0x100 if value > 0x7F else value
+    if width == 2:
+        return value - 0x10000 if value > 0x7FFF else value
+    if width == 4:
+        return value - 0x100000000 if value > 0x7FFFFFFF else value
+    return value - 0x10000000000000000 if value > 0x7FFFFFFFFFFFFFFF else value
 
 
 class FieldTableCodec:
@@ -124,22 +111,16 @@ class FieldTableCodec:
             raise ValueError(f"unknown field-table dialect {dialect!r}; choose one of {sorted(DIALECTS)}")
         self.dialect = dialect
         self._depth = 0
-        kinds: dict[str, Decoder] = {
-            "boolean": _boolean, "decimal": _decimal, "shortstr": _shortstr, "longstr": _longstr,
-            "bytes": _bytes, "void": _void, "table": self._table, "array": self._array,
-            "timestamp": _timestamp,
-            **{kind: _fixed(fmt) for kind, fmt in _FIXED.items()},
-        }
-        # Keyed by the tag's byte value, so the hot loop indexes without decoding a character.
-        self._decoders: dict[int, Decoder] = {ord(tag): kinds[kind]
-                                               for tag, kind in DIALECTS[dialect].items()}
-        # Fixed-width numbers are unpacked inline in the loops (no call per value).
-        self._fixed = {ord(tag): (struct.Struct(_FIXED[kind]).unpack_from, struct.calcsize(_FIXED[kind]))
-                       for tag, kind in DIALECTS[dialect].items() if kind in _FIXED}
+        self._next = 0  # where the value _value just decoded ends
+        kinds = bytearray(256)  # by the tag's byte value; 0: not a tag in this dialect
+        for tag, kind in DIALECTS[dialect].items():
+            kinds[ord(tag)] = KINDS.index(kind) + 1
+        self._kinds = bytes(kinds)
 
     def decode_table(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
         """The table at offset o: (table, offset after it). Tables and arrays nested deeper than
-        MAX_DEPTH are malformed (reported, never a crash, interpreted or compiled)."""
+        MAX_DEPTH are malformed (reported, never a crash, interpreted or compiled). A value running
+        past the payload raises Overrun."""
         self._depth = 0
         try:
             return self._table(p, o, w)
@@ -157,42 +138,38 @@ class FieldTableCodec:
     def _table_at(self, p: bytes, o: int, w: list | None) -> tuple[dict, int]:
         if self._depth > MAX_DEPTH:
             raise MalformedPayload(f"field tables/arrays nested deeper than {MAX_DEPTH} levels", o)
-        length = _U32(p, o)[0]
+        size = len(p)
+        if o + 4 > size:
+            raise Overrun()
+        length = _uint(p, o, 4)
         start = o
         o += 4
         end = o + length
-        if end > len(p):
+        if end > size:
             raise MalformedPayload(f"field table of {length} bytes runs past the payload", start)
-        decoders, fixed = self._decoders, self._fixed
+        kinds = self._kinds
         table: dict = {}
         while o < end:
             n = p[o]
-            try:
-                key = p[o + 1:o + 1 + n].decode()
-            except UnicodeDecodeError:
-                key = p[o + 1:o + 1 + n].decode("utf-8", TEXT_ERRORS)
+            key = _text(p, o + 1, n)
             o += 1 + n
             if o >= end:
                 raise MalformedPayload(f"field table entry {key!r} has no value", o)
             tag = p[o]
+            kind = kinds[tag]
             o += 1
-            if tag == 83:  # 'S', by far the most common value: inline
-                n = _U32(p, o)[0]
-                try:
-                    value = p[o + 4:o + 4 + n].decode()
-                except UnicodeDecodeError:
-                    value = p[o + 4:o + 4 + n].decode("utf-8", TEXT_ERRORS)
+            if kind == LONGSTR:  # by far the most common value: inline
+                if o + 4 > size:
+                    raise Overrun()
+                n = _uint(p, o, 4)
+                value = _text(p, o + 4, n)
                 o += 4 + n
-            elif tag in fixed:
-                unpack, size = fixed[tag]
-                value = unpack(p, o)[0]
-                o += size
+            elif kind == 0:
+                self._unknown_tag(tag, o - 1, f"key {key!r}", w)
+                return table, end
             else:
-                decoder = decoders.get(tag)
-                if decoder is None:
-                    self._unknown_tag(tag, o - 1, f"key {key!r}", w)
-                    return table, end
-                value, o = decoder(p, o, w)
+                value = self._value(p, o, kind, w)
+                o = self._next
             if key not in table:  # "A peer MUST handle duplicate fields by using only the first"
                 table[key] = value
         if o != end:
@@ -209,31 +186,79 @@ class FieldTableCodec:
     def _array_at(self, p: bytes, o: int, w: list | None) -> tuple[list, int]:
         if self._depth > MAX_DEPTH:
             raise MalformedPayload(f"field tables/arrays nested deeper than {MAX_DEPTH} levels", o)
-        length = _U32(p, o)[0]
+        if o + 4 > len(p):
+            raise Overrun()
+        length = _uint(p, o, 4)
         start = o
         o += 4
         end = o + length
         if end > len(p):
             raise MalformedPayload(f"field array of {length} bytes runs past the payload", start)
-        decoders, fixed = self._decoders, self._fixed
+        kinds = self._kinds
         values: list = []
         while o < end:
             tag = p[o]
+            kind = kinds[tag]
             o += 1
-            if tag in fixed:
-                unpack, size = fixed[tag]
-                values.append(unpack(p, o)[0])
-                o += size
-                continue
-            decoder = decoders.get(tag)
-            if decoder is None:
+            if kind == 0:
                 self._unknown_tag(tag, o - 1, f"array item {len(values)}", w)
                 return values, end
-            value, o = decoder(p, o, w)
-            values.append(value)
+            values.append(self._value(p, o, kind, w))
+            o = self._next
         if o != end:
             raise MalformedPayload(f"field array items overrun its {length}-byte length", start)
         return values, end
+
+    def _value(self, p: bytes, o: int, kind: int, w: list | None):
+        """The value of `kind` at o; where it ends is left in self._next (one C call per value,
+        compiled: no tuple made)."""
+        size = len(p)
+        if kind <= TIMESTAMP:
+            if kind == BOOLEAN:
+                width = 1
+            else:  # a fixed-width number
+                width = 1 if kind <= UINT8 else 2 if kind <= UINT16 else 4 if kind <= FLOAT32 else 8
+            if o + width > size:
+                raise Overrun()
+            if kind == BOOLEAN:
+                value = p[o] != 0
+            elif kind == FLOAT32:
+                value = _F32(p, o)[0]
+            elif kind == FLOAT64:
+                value = _F64(p, o)[0]
+            else:
+                value = _uint(p, o, width)
+                if kind == TIMESTAMP:
+                    value = Timestamp(value)
+                elif kind == INT8 or kind == INT16 or kind == INT32 or kind == INT64:
+                    value = _signed(value, width)
+            o += width
+        elif kind == LONGSTR or kind == BYTES:
+            if o + 4 > size:
+                raise Overrun()
+            n = _uint(p, o, 4)
+            value = _text(p, o + 4, n) if kind == LONGSTR else p[o + 4:o + 4 + n]
+            o += 4 + n
+        elif kind == SHORTSTR:  # (the spec dialect's 's')
+            if o >= size:
+                raise Overrun()
+            n = p[o]
+            value = _text(p, o + 1, n)
+            o += 1 + n
+        elif kind == TABLE:
+            value, o = self._table(p, o, w)
+        elif kind == ARRAY:
+            value, o = self._array(p, o, w)
+        elif kind == DECIMAL:
+            # The scale octet is unsigned, the value signed (errata): -1.5 is scale 1, value -15.
+            if o + 5 > size:
+                raise Overrun()
+            value = Decimal(_signed(_uint(p, o + 1, 4), 4)).scaleb(-p[o])
+            o += 5
+        else:  # VOID
+            value = None
+        self._next = o
+        return value
 
     def decode_entries(self, data: bytes, w: list | None) -> dict:
         """Name-value pairs with no length prefix (the AMQPLAIN SASL response)."""

@@ -55,6 +55,27 @@ def test_every_tag(tag, value_hex, rabbitmq, spec):
         assert SPEC.decode_table(data, 0, None) == ({"k": spec}, len(data))
 
 
+# Each width's edges, signed and unsigned (the compiled build reads integers in C, where a shift by
+# 32 or 64 bits overflows: two's complement must still come out right at every width).
+EXTREMES = [
+    ("b", "80", -128), ("b", "7f", 127), ("B", "ff", 255), ("s", "8000", -32768), ("s", "7fff", 32767),
+    ("u", "ffff", 65535), ("U", "8000", -32768), ("I", "80000000", -2**31), ("I", "7fffffff", 2**31 - 1),
+    ("i", "ffffffff", 2**32 - 1), ("l", "8000000000000000", -2**63), ("l", "7fffffffffffffff", 2**63 - 1),
+    ("L", "ffffffffffffffff", -1), ("T", "ffffffffffffffff", 2**64 - 1),
+    ("D", "0080000000", Decimal(-2**31)), ("D", "ff7fffffff", Decimal(2**31 - 1).scaleb(-255)),
+]
+
+
+@pytest.mark.parametrize("tag, value_hex, value", EXTREMES, ids=[f"{t}={h}" for t, h, _ in EXTREMES])
+def test_integers_at_the_edges_of_every_width(tag, value_hex, value):
+    data = table(tag, value_hex)
+    assert RABBITMQ.decode_table(data, 0, None) == ({"k": value}, len(data))
+    array = table("A", (struct.pack(">I", 1 + len(value_hex) // 2) + tag.encode() + bytes.fromhex(value_hex)).hex())
+    assert RABBITMQ.decode_table(array, 0, None)[0] == {"k": [value]}
+    if tag == "l":  # the spec dialect's 'l' is unsigned
+        assert SPEC.decode_table(data, 0, None)[0] == {"k": int(value_hex, 16)}
+
+
 def test_timestamps_are_typed_ints_shown_as_utc_times():
     """Tag T keeps its type: an int (arithmetic, comparisons, JSON as the wire's seconds) whose
     type says it is a time; arrays too."""
