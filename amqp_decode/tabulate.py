@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from amqp_decode.analytics import Analytics, AnalyticsSettings
+from amqp_decode.analytics import AnalyticsSettings
+from amqp_decode.analytics.connection import Analytics
 from amqp_decode.analytics.common import Emit
 from amqp_decode.analytics.naming import naming
 from amqp_decode.rows import RawRows

@@ -83,8 +83,11 @@ class PublishRules:
         elif method == "basic.publish" and from_client:
             self._publish(row, message)
         elif method == "basic.return" and not from_client:
-            match = next((p for p in self.returnable if p.row["exchange"] == row["exchange"]
-                          and p.row["routing_key"] == row["routing_key"]), None)
+            match = None
+            for publish in self.returnable:  # (a loop, not next(generator): compiled, no closure)
+                if publish.row["exchange"] == row["exchange"] and publish.row["routing_key"] == row["routing_key"]:
+                    match = publish
+                    break
             if match is not None:
                 self.returnable.remove(match)
                 match.row.update(returned=True, return_code=row["reply_code"], return_text=row["reply_text"])

@@ -1,0 +1,10 @@
+# Types for the compiled build of channels.py (Cython pure Python mode): the .py is the source.
+from amqp_decode.analytics.common cimport arguments, micros, side, where_from
+
+
+cdef class ChannelRules:
+    cdef public object emit
+    cdef public dict current
+    cdef public list pending_consumes
+
+    cpdef method(self, dict row, int instance)

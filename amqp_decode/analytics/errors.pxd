@@ -1,0 +1,9 @@
+# Types for the compiled build of errors.py (Cython pure Python mode): the .py is the source.
+from amqp_decode.analytics.common cimport micros, side, where_from
+
+
+cdef class ErrorRules:
+    cdef public object naming
+    cdef public object emit
+
+    cpdef method(self, dict row)

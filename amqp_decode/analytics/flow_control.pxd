@@ -1,0 +1,9 @@
+# Types for the compiled build of flow_control.py (Cython pure Python mode): the .py is the source.
+from amqp_decode.analytics.common cimport arguments, micros, side, where_from
+
+
+cdef class FlowRules:
+    cdef public object emit
+    cdef public dict open
+
+    cpdef method(self, dict row)

@@ -1,0 +1,32 @@
+# Types for the compiled build of publishes.py (Cython pure Python mode): the .py is the source.
+cimport cython
+from amqp_decode.analytics.common cimport micros, where_from
+from amqp_decode.rows cimport message_key
+
+
+cdef class _Publish:
+    cdef public object row
+    cdef public bint confirm
+    cdef public bint tx
+    cdef public bint returnable
+
+
+cdef class PublishRules:
+    cdef public object emit
+    cdef public long long return_window
+    cdef public object return_wait_ns
+    cdef public int instance
+    cdef public bint confirming
+    cdef public bint transactional
+    cdef public long long seq
+    cdef public dict outstanding
+    cdef public object returnable
+    cdef public list in_tx
+
+    cpdef _begin(self, int instance)
+    @cython.locals(publish=_Publish, match=_Publish)
+    cpdef method(self, dict row, int instance, object message)
+    cpdef _publish(self, dict row, object message)
+    cpdef _expire_returns(self, object now_ns)
+    cpdef _release(self, _Publish publish)
+    cpdef _maybe_final(self, _Publish publish)
