@@ -115,10 +115,18 @@ class TableFiles:
                 captures.update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
 
     def _batch(self, layout: _Layout, columns: list[list], rows: int) -> pa.RecordBatch:
-        arrays = [pa.array(column, type=field.type) for column, field in zip(columns, layout.schema)]
-        if layout.run_id_at >= 0:
-            arrays[layout.run_id_at] = pa.array([self.run_id] * rows, pa.string())
+        run_id = pa.scalar(self.run_id, pa.string())
+        arrays = [pa.repeat(run_id, rows) if i == layout.run_id_at else _array(column, field.type, rows)
+                  for i, (column, field) in enumerate(zip(columns, layout.schema))]
         return pa.RecordBatch.from_arrays(arrays, schema=layout.schema)
+
+
+def _array(values: list, arrow_type: pa.DataType, rows: int) -> pa.Array:
+    """A column as Arrow. Many of a wide table's columns are null in a whole batch (most method
+    arguments of `frames`): those are made without converting each value."""
+    if values[0] is None and values[-1] is None and values.count(None) == rows:
+        return pa.nulls(rows, arrow_type)
+    return pa.array(values, type=arrow_type)
 
 
 def _by_day(dates: list, batch: pa.RecordBatch) -> Iterator[tuple[datetime.date, pa.RecordBatch]]:

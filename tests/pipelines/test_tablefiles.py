@@ -40,3 +40,24 @@ def test_files_hold_the_rows_per_date_in_order(tmp_path, batch_rows):
         assert table.schema.equals(FRAMES.arrow(("date",)))
         assert table.equals(pa.Table.from_batches([expected]))
         assert written[0]["rows"] == table.num_rows
+
+
+def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
+    """A batch's column that is null in every row is written without converting each value; one
+    null only in its first and last rows keeps the values between (and run_id is every row's)."""
+    builder = RawRows("run-1")
+    path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
+    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] == "method"][:5]
+    for seq, row in enumerate(rows):
+        row["connection_seq"] = seq
+        row["queue"] = row["exchange_type"] = None
+    rows[2]["queue"] = "orders"  # null, null, "orders", null, null
+    writer = TableFiles(str(tmp_path), "run-1", batch_rows=5)
+    for row in rows:
+        writer.add(FRAMES, row)
+    [written] = writer.close()
+    table = pq.read_table(tmp_path / "frames" / written["path"])
+    assert table.column("queue").to_pylist() == [None, None, "orders", None, None]
+    assert table.column("exchange_type").null_count == 5
+    assert table.column("run_id").to_pylist() == ["run-1"] * 5
+    assert table.equals(pa.Table.from_batches([rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))]))
