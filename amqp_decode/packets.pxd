@@ -16,6 +16,11 @@ cdef class Segment:
     cdef public long long stream
 
 
+@cython.locals(i=cython.Py_ssize_t, segment=Segment, out=list)
+cpdef list segments_from_columns(list ts, list record, list local, list src, list sport, list dst, list dport,
+                                 list seq, list ack, list flags, list payload, long long base, dict streams)
+
+
 cdef class PacketParser:
     cdef public object skipped
     cdef dict _fragments

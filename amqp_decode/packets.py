@@ -58,6 +58,29 @@ class Segment:
         return isinstance(other, Segment) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
 
 
+def segments_from_columns(ts: list, record: list, local: list, src: list, sport: list, dst: list, dport: list,
+                          seq: list, ack: list, flags: list, payload: list, base: int, streams: dict) -> list:
+    """Segments from columns, one list per field (a batch the Spark job's read stage staged), each
+    numbered where the file shows it: pcap record `base + record[i] + 1`, TCP stream
+    `streams[local[i]]` (-1 unknown). Compiled, one call per batch, not a Python step per segment."""
+    out = []
+    for i in range(len(ts)):
+        segment = Segment.__new__(Segment)  # (compiled: no __init__ call; every field is set here)
+        segment.ts_ns = ts[i]
+        segment.src = src[i]
+        segment.sport = sport[i]
+        segment.dst = dst[i]
+        segment.dport = dport[i]
+        segment.seq = seq[i]
+        segment.ack = ack[i]
+        segment.flags = flags[i]
+        segment.payload = payload[i]
+        segment.record = base + record[i] + 1
+        segment.stream = streams.get(local[i], -1)
+        out.append(segment)
+    return out
+
+
 def format_endpoint(address: bytes, port: int) -> str:
     if len(address) == 4:
         return f"{socket.inet_ntop(socket.AF_INET, address)}:{port}"

@@ -22,7 +22,7 @@ import pyarrow as pa
 from amqp_decode.analytics.common import day
 from amqp_decode.carry import CarryingDecoder
 from amqp_decode.gc_policy import fewer_collections
-from amqp_decode.packets import Segment
+from amqp_decode.packets import Segment, segments_from_columns
 from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
 from pipelines.carryover import staged_states
@@ -67,7 +67,9 @@ in (none when 0)."""
     streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), stream_maps.get(unit, {}))
                                       for unit in units], file_index)
                for file_index, units in files]
-    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[0])
+    # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
+    # tuples in C (a key function would be a Python call per segment)
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
     segments = records = 0
     feed = decoder.feed
     for _, file_index, segment in merged:
@@ -98,14 +100,9 @@ def _segments(filesystem, units: list[tuple[str, int, dict]], file_index: int) -
         with filesystem.open_input_file(path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
-                batch = reader.get_batch(i)
-                ts, record, local, src, sport, dst, dport, seq, ack, flags, payload = (c.to_pylist()
-                                                                                       for c in batch.columns)
-                for n in range(batch.num_rows):
-                    segment = Segment(ts[n], src[n], sport[n], dst[n], dport[n], seq[n], ack[n], flags[n], payload[n])
-                    segment.record = base + record[n] + 1
-                    segment.stream = stream_map.get(local[n], -1)
-                    yield ts[n], file_index, segment
+                columns = [column.to_pylist() for column in reader.get_batch(i).columns]
+                for segment in segments_from_columns(*columns, base, stream_map):
+                    yield segment.ts_ns, file_index, segment
 
 
 def remove_staging(staging: str) -> None:
