@@ -12,6 +12,18 @@ cdef class AmqpConnection
 cdef class StreamOptions
 
 
+cdef class _Content:
+    cdef public list records
+    cdef public dict method
+    cdef public object body_size
+    cdef public long long received
+    cdef public long long frames
+    cdef public bint intact
+    cdef public object hasher
+    cdef public object body
+    cdef public object received_bytes
+
+
 cdef class FrameReader:
     cdef public AmqpConnection connection
     cdef public int direction
@@ -94,15 +106,20 @@ cdef class AmqpConnection(StreamSink):
     cpdef protocol_header(self, FrameReader reader, object header, long long offset)
     cpdef bint no_protocol_header(self, FrameReader reader, object buf, long long pos)
     cpdef _decide_client(self, object direction, str how)
-    @cython.locals(channel=cython.int, record=dict)
+    @cython.locals(channel=cython.int, record=dict, content=_Content)
     cpdef frame(self, FrameReader reader, Frame frame, long long start, long long end)
+    @cython.locals(content=_Content, size=cython.longlong)
     cpdef _body(self, FrameReader reader, int channel, object payload, long long start, long long end,
                 bint intact=*, object ts=*)
+    @cython.locals(content=_Content)
     cpdef body_bytes(self, FrameReader reader, int channel, object data)
     cpdef streamed_body(self, FrameReader reader, dict body, long long end)
+    @cython.locals(content=_Content)
     cpdef body_mark(self, FrameReader reader, int channel)
+    @cython.locals(content=_Content)
     cpdef body_lost(self, FrameReader reader, dict body)
-    cpdef _hash(self, object content, object data)
+    cpdef _hash(self, _Content content, object data)
+    @cython.locals(content=_Content)
     cpdef _close_content(self, tuple key, bint complete, str why=*)
     cpdef issue(self, FrameReader reader, str kind, str detail, long long skipped, long long start, long long end,
                 object channel, object ts=*)

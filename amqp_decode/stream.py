@@ -23,7 +23,6 @@ import hashlib
 import re
 import struct
 from collections import deque
-from dataclasses import dataclass, field
 
 from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
 from amqp_decode.errors import DecodeError, TruncatedFrame
@@ -419,21 +418,23 @@ def _plausible(codec: Codec, buf: bytearray, i: int, limit: int):
     return end + 1 if buf[end] == codec.frame_end else False
 
 
-@dataclass
 class _Content:
     """A content-bearing method waiting for its header and bodies on one channel."""
 
-    records: list = field(default_factory=list)
-    method: dict | None = None
-    body_size: int | None = None
-    received: int = 0
-    frames: int = 0
-    intact: bool = True
-    hasher: object = None
-    body: bytearray | None = None
-    # the body so far, kept only when connections are carried to the next run (the hash must be
-    # resumable there, and hashlib's state cannot be saved); None past `resumable_body_cap`
-    received_bytes: bytearray | None = None
+    def __init__(self, records: list | None = None, method: dict | None = None, body_size: int | None = None,
+                 received: int = 0, frames: int = 0, intact: bool = True, hasher=None,
+                 body: bytearray | None = None, received_bytes: bytearray | None = None) -> None:
+        self.records = records if records is not None else []
+        self.method = method
+        self.body_size = body_size
+        self.received = received
+        self.frames = frames
+        self.intact = intact
+        self.hasher = hasher
+        self.body = body
+        # the body so far, kept only when connections are carried to the next run (the hash must be
+        # resumable there, and hashlib's state cannot be saved); None past `resumable_body_cap`
+        self.received_bytes = received_bytes
 
 
 class AmqpConnection(StreamSink):
