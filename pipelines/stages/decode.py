@@ -70,14 +70,7 @@ in (none when 0)."""
     # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
     # tuples in C (a key function would be a Python call per segment)
     merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
-    segments = records = 0
-    feed = decoder.feed
-    for _, file_index, segment in merged:
-        records += feed(segment, file_index)
-        segments += 1
-        if segments % 4096 == 0 and progress is not None:
-            progress.add(segments=4096, records=records)
-            records = 0
+    decoder.feed_all(merged, progress)
     states = decoder.finish(context.get("capture_end_ns"), context.get("closing_source"))
     for state in states:
         writer.add(CONNECTION_STATE, {"date": day(state.last_ts_ns), "sensor": settings.state.sensor,
@@ -86,8 +79,6 @@ in (none when 0)."""
     for resumed in decoder.resumed:
         writer.add(RESUMPTIONS, {"date": day(resumed.ts_ns), "connection": resumed.connection,
                                  "saved_by": resumed.saved_by, "source": resumed.capture})
-    if progress is not None:
-        progress.add(segments=segments % 4096, records=records)
     if sides is not None:
         sides.close()
     return writer.close()
