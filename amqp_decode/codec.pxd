@@ -1,6 +1,6 @@
 # Types for the compiled build of codec.py (Cython pure Python mode): the .py is the source.
 cimport cython
-from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader
+from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, body_frame, header_frame, method_frame
 
 
 cdef class Codec:

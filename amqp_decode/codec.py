@@ -20,8 +20,8 @@ from amqp_decode.errors import (BadFrameEnd, DecodeError, MalformedPayload, Over
                                 UnknownMethod, UnknownProperty)
 from amqp_decode.fields import decode_args, decode_properties, plan, property_plan
 from amqp_decode.fieldtable import FieldTableCodec, Overrun
-from amqp_decode.frames import (ContentBody, ContentHeader, Frame, Heartbeat, MethodFrame,
-                                OtherFrame)
+from amqp_decode.frames import (ContentHeader, Frame, Heartbeat, MethodFrame, OtherFrame, body_frame,
+                                header_frame, method_frame)
 from amqp_decode.redact import SECRET_FIELDS, redact
 from amqp_decode.spec import Method, Spec, load_spec
 
@@ -122,7 +122,7 @@ class Codec:
                 frame = self.decode_header(payload if type(payload) is bytes else bytes(payload), channel)
             elif type_name == "body":
                 payload = buf[start:end]
-                frame = ContentBody(channel, payload if type(payload) is bytes else bytes(payload), size)
+                frame = body_frame(channel, payload if type(payload) is bytes else bytes(payload), size)
             elif type_name == "heartbeat":
                 frame = Heartbeat(channel, size)
                 if size or channel:
@@ -165,7 +165,7 @@ class Codec:
             _check_end(method.full_name, payload, end, warnings)
         if secret:
             args = redact(method.full_name, args, self.tables)
-        return MethodFrame(channel, method, args, len(payload), warnings)
+        return method_frame(channel, method, args, len(payload), warnings)
 
     def decode_header(self, payload: bytes, channel: int = 0) -> ContentHeader:
         if len(payload) < 14:
@@ -209,8 +209,8 @@ class Codec:
                 raise _overrun(f"{class_name} properties", payload, o)
         elif end != len(payload):
             _check_end(f"{class_name} properties", payload, end, warnings)
-        return ContentHeader(channel, class_id, class_name, weight, body_size, sent, properties,
-                             len(payload), warnings)
+        return header_frame(channel, class_id, class_name, weight, body_size, sent, properties, len(payload),
+                            warnings)
 
 
 def _raw_keys(method: Method) -> frozenset:

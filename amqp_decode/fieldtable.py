@@ -170,8 +170,7 @@ class FieldTableCodec:
             else:
                 value = self._value(p, o, kind, w)
                 o = self._next
-            if key not in table:  # "A peer MUST handle duplicate fields by using only the first"
-                table[key] = value
+            table.setdefault(key, value)  # "A peer MUST handle duplicate fields by using only the first"
         if o != end:
             raise MalformedPayload(f"field table entries overrun its {length}-byte length", start)
         return table, end

@@ -32,3 +32,9 @@ cdef class Heartbeat(Frame):
 cdef class OtherFrame(Frame):
     cdef public int frame_type
     cdef public str type_name
+
+
+cpdef MethodFrame method_frame(int channel, object method, dict args, long long size, list warnings)
+cpdef ContentHeader header_frame(int channel, int class_id, str class_name, int weight, object body_size,
+                                 tuple property_flags, dict properties, long long size, list warnings)
+cpdef ContentBody body_frame(int channel, object payload, long long size)

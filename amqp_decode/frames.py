@@ -88,6 +88,46 @@ class OtherFrame(Frame):
 # Protocol header bytes 4..7 -> version, per the seeds' header diagrams (AMQP.md section 1.1).
 # 0-9-1 writes 0, major, minor, revision; 0-9 writes class 1, instance 1, major, minor; 0-8 is
 # recognised so it can be reported by name.
+# The codec's constructors: one per frame kind it makes on every frame, each setting the fields
+# directly (compiled, no argument tuple or __init__ chain per frame; the classes' own __init__ stays
+# the way everything else makes frames).
+def method_frame(channel: int, method: Method, args: dict, size: int, warnings: list) -> MethodFrame:
+    frame = MethodFrame.__new__(MethodFrame)
+    frame.channel = channel
+    frame.kind = "method"
+    frame.size = size
+    frame.warnings = warnings
+    frame.method = method
+    frame.args = args
+    return frame
+
+
+def header_frame(channel: int, class_id: int, class_name: str, weight: int, body_size: int,
+                 property_flags: tuple, properties: dict, size: int, warnings: list) -> ContentHeader:
+    frame = ContentHeader.__new__(ContentHeader)
+    frame.channel = channel
+    frame.kind = "header"
+    frame.size = size
+    frame.warnings = warnings
+    frame.class_id = class_id
+    frame.class_name = class_name
+    frame.weight = weight
+    frame.body_size = body_size
+    frame.property_flags = property_flags
+    frame.properties = properties
+    return frame
+
+
+def body_frame(channel: int, payload: bytes, size: int) -> ContentBody:
+    frame = ContentBody.__new__(ContentBody)
+    frame.channel = channel
+    frame.kind = "body"
+    frame.size = size
+    frame.warnings = []
+    frame.payload = payload
+    return frame
+
+
 _HEADER_VERSIONS = {
     (0, 0, 9, 1): "0-9-1",
     (1, 1, 0, 9): "0-9",
