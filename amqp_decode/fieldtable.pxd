@@ -2,6 +2,7 @@
 # Typed, the loops read the payload's octets and branch on a value's kind in C.
 cimport cython
 
+cdef bint COMPILED
 cdef int BOOLEAN, INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, INT64, UINT64, FLOAT64
 cdef int TIMESTAMP, DECIMAL, SHORTSTR, LONGSTR, BYTES, TABLE, ARRAY, VOID
 
@@ -10,7 +11,8 @@ cdef str _text(bytes p, Py_ssize_t o, Py_ssize_t n)
 @cython.locals(value=cython.ulonglong, i=cython.int)
 cdef object _uint(bytes p, Py_ssize_t o, int width)
 
-cdef object _signed(object value, int width)
+@cython.locals(value=object)
+cdef object _sint(bytes p, Py_ssize_t o, int width)
 
 
 cdef class FieldTableCodec:

@@ -26,6 +26,8 @@ from decimal import Decimal
 
 from amqp_decode.errors import MalformedPayload, UnknownFieldTag
 
+# The compiled build reads integers octet by octet in C; the interpreted one with int.from_bytes.
+COMPILED = __file__.endswith((".so", ".pyd"))
 TEXT_ERRORS = "backslashreplace"  # invalid UTF-8 stays visible as \xNN instead of failing the frame
 # Nesting no real peer sends; deeper is malformed (and would otherwise exhaust the stack). Below
 # orjson's limit of 255 levels (--jsonl, the lake's args_json), with room for the record's own
@@ -85,15 +87,20 @@ def _text(p: bytes, o: int, n: int) -> str:
 
 def _uint(p: bytes, o: int, width: int) -> int:
     """The big-endian unsigned integer of `width` octets at o (the caller checked they are there)."""
+    if not COMPILED:  # one call in Python; a loop of C reads compiled
+        return int.from_bytes(p[o:o + width], "big")
     value = 0
     for i in range(width):
         value = (value << 8) | p[o + i]
     return value
 
 
-def _signed(value: int, width: int) -> int:
-    """An unsigned `width`-octet value as two's complement. (Constants, not shifts: compiled, a shift
-    by a C int would overflow at 32 and 64 bits.)"""
+def _sint(p: bytes, o: int, width: int) -> int:
+    """The big-endian two's complement integer of `width` octets at o (checked as for _uint)."""
+    if not COMPILED:
+        return int.from_bytes(p[o:o + width], "big", signed=True)
+    value = _uint(p, o, width)
+    # (constants, not shifts: compiled, a shift by a C int would overflow at 32 and 64 bits)
     if width == 1:
         return value - 0x100 if value > 0x7F else value
     if width == 2:
@@ -150,20 +157,29 @@ class FieldTableCodec:
         kinds = self._kinds
         table: dict = {}
         while o < end:
+            # Keys and string values (by far the most common) are decoded inline: a call per entry
+            # is what the interpreted build would pay most for.
             n = p[o]
-            key = _text(p, o + 1, n)
+            try:
+                key = p[o + 1:o + 1 + n].decode("utf-8")
+            except UnicodeDecodeError:
+                key = p[o + 1:o + 1 + n].decode("utf-8", TEXT_ERRORS)
             o += 1 + n
             if o >= end:
                 raise MalformedPayload(f"field table entry {key!r} has no value", o)
             tag = p[o]
             kind = kinds[tag]
             o += 1
-            if kind == LONGSTR:  # by far the most common value: inline
+            if kind == LONGSTR:
                 if o + 4 > size:
                     raise Overrun()
                 n = _uint(p, o, 4)
-                value = _text(p, o + 4, n)
-                o += 4 + n
+                o += 4
+                try:
+                    value = p[o:o + n].decode("utf-8")
+                except UnicodeDecodeError:
+                    value = p[o:o + n].decode("utf-8", TEXT_ERRORS)
+                o += n
             elif kind == 0:
                 self._unknown_tag(tag, o - 1, f"key {key!r}", w)
                 return table, end
@@ -225,12 +241,12 @@ class FieldTableCodec:
                 value = _F32(p, o)[0]
             elif kind == FLOAT64:
                 value = _F64(p, o)[0]
+            elif kind == INT8 or kind == INT16 or kind == INT32 or kind == INT64:
+                value = _sint(p, o, width)
+            elif kind == TIMESTAMP:
+                value = Timestamp(_uint(p, o, 8))
             else:
                 value = _uint(p, o, width)
-                if kind == TIMESTAMP:
-                    value = Timestamp(value)
-                elif kind == INT8 or kind == INT16 or kind == INT32 or kind == INT64:
-                    value = _signed(value, width)
             o += width
         elif kind == LONGSTR or kind == BYTES:
             if o + 4 > size:
@@ -252,7 +268,7 @@ class FieldTableCodec:
             # The scale octet is unsigned, the value signed (errata): -1.5 is scale 1, value -15.
             if o + 5 > size:
                 raise Overrun()
-            value = Decimal(_signed(_uint(p, o + 1, 4), 4)).scaleb(-p[o])
+            value = Decimal(_sint(p, o + 1, 4)).scaleb(-p[o])
             o += 5
         else:  # VOID
             value = None
