@@ -85,9 +85,6 @@ class OtherFrame(Frame):
         self.type_name = type_name
 
 
-# Protocol header bytes 4..7 -> version, per the seeds' header diagrams (AMQP.md section 1.1).
-# 0-9-1 writes 0, major, minor, revision; 0-9 writes class 1, instance 1, major, minor; 0-8 is
-# recognised so it can be reported by name.
 # The codec's constructors: one per frame kind it makes on every frame, each setting the fields
 # directly (compiled, no argument tuple or __init__ chain per frame; the classes' own __init__ stays
 # the way everything else makes frames).
@@ -128,6 +125,9 @@ def body_frame(channel: int, payload: bytes, size: int) -> ContentBody:
     return frame
 
 
+# Protocol header bytes 4..7 -> version, per the seeds' header diagrams (AMQP.md section 1.1).
+# 0-9-1 writes 0, major, minor, revision; 0-9 writes class 1, instance 1, major, minor; 0-8 is
+# recognised so it can be reported by name.
 _HEADER_VERSIONS = {
     (0, 0, 9, 1): "0-9-1",
     (1, 1, 0, 9): "0-9",
