@@ -34,6 +34,7 @@ cdef class OtherFrame(Frame):
     cdef public str type_name
 
 
+cdef object _frame(Frame frame, int channel, str kind, long long size, list warnings)
 cpdef MethodFrame method_frame(int channel, object method, dict args, long long size, list warnings)
 cpdef ContentHeader header_frame(int channel, int class_id, str class_name, int weight, object body_size,
                                  tuple property_flags, dict properties, long long size, list warnings)

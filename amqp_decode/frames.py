@@ -88,12 +88,17 @@ class OtherFrame(Frame):
 # The codec's constructors: one per frame kind it makes on every frame, each setting the fields
 # directly (compiled, no argument tuple or __init__ chain per frame; the classes' own __init__ stays
 # the way everything else makes frames).
-def method_frame(channel: int, method: Method, args: dict, size: int, warnings: list) -> MethodFrame:
-    frame = MethodFrame.__new__(MethodFrame)
+def _frame(frame: Frame, channel: int, kind: str, size: int, warnings: list) -> None:
+    """The fields every frame has (what Frame.__init__ sets)."""
     frame.channel = channel
-    frame.kind = "method"
+    frame.kind = kind
     frame.size = size
     frame.warnings = warnings
+
+
+def method_frame(channel: int, method: Method, args: dict, size: int, warnings: list) -> MethodFrame:
+    frame = MethodFrame.__new__(MethodFrame)
+    _frame(frame, channel, "method", size, warnings)
     frame.method = method
     frame.args = args
     return frame
@@ -102,10 +107,7 @@ def method_frame(channel: int, method: Method, args: dict, size: int, warnings: 
 def header_frame(channel: int, class_id: int, class_name: str, weight: int, body_size: int,
                  property_flags: tuple, properties: dict, size: int, warnings: list) -> ContentHeader:
     frame = ContentHeader.__new__(ContentHeader)
-    frame.channel = channel
-    frame.kind = "header"
-    frame.size = size
-    frame.warnings = warnings
+    _frame(frame, channel, "header", size, warnings)
     frame.class_id = class_id
     frame.class_name = class_name
     frame.weight = weight
@@ -117,10 +119,7 @@ def header_frame(channel: int, class_id: int, class_name: str, weight: int, body
 
 def body_frame(channel: int, payload: bytes, size: int) -> ContentBody:
     frame = ContentBody.__new__(ContentBody)
-    frame.channel = channel
-    frame.kind = "body"
-    frame.size = size
-    frame.warnings = []
+    _frame(frame, channel, "body", size, [])
     frame.payload = payload
     return frame
 
