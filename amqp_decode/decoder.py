@@ -159,7 +159,7 @@ class CaptureDecoder:
             stats.tcp_segments += 1
             segment.record = number
             segment.stream = streams[index].segment(segment.src, segment.sport, segment.dst, segment.dport,
-                                                    segment.flags, segment.seq)
+                                                    segment.flags, segment.seq, ts_ns)
             records = segments.feed(segment, index)
             if records:
                 yield self._count(records)

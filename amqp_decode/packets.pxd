@@ -18,7 +18,7 @@ cdef class Segment:
 
 @cython.locals(i=cython.Py_ssize_t, segment=Segment, out=list)
 cpdef list segments_from_columns(list ts, list record, list local, list src, list sport, list dst, list dport,
-                                 list seq, list ack, list flags, list payload, long long base, dict streams)
+                                 list seq, list ack, list flags, list payload, long long base, list streams)
 
 
 cdef class PacketParser:

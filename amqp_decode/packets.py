@@ -59,10 +59,10 @@ class Segment:
 
 
 def segments_from_columns(ts: list, record: list, local: list, src: list, sport: list, dst: list, dport: list,
-                          seq: list, ack: list, flags: list, payload: list, base: int, streams: dict) -> list:
+                          seq: list, ack: list, flags: list, payload: list, base: int, streams: list) -> list:
     """Segments from columns, one list per field (a batch the Spark job's read stage staged), each
     numbered where the file shows it: pcap record `base + record[i] + 1`, TCP stream
-    `streams[local[i]]` (-1 unknown). Compiled, one call per batch, not a Python step per segment."""
+    `streams[local[i]]` (-1 unknown: not numbered). Compiled, one call per batch, not a Python step per segment."""
     out = []
     for i in range(len(ts)):
         segment = Segment.__new__(Segment)  # (compiled: no __init__ call; every field is set here)
@@ -76,7 +76,7 @@ def segments_from_columns(ts: list, record: list, local: list, src: list, sport:
         segment.flags = flags[i]
         segment.payload = payload[i]
         segment.record = base + record[i] + 1
-        segment.stream = streams.get(local[i], -1)
+        segment.stream = streams[local[i]] if local[i] < len(streams) else -1
         out.append(segment)
     return out
 

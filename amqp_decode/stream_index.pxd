@@ -5,9 +5,12 @@ cimport cython
 cdef class RangeStreams:
     cdef public list streams
     cdef public dict current
+    cdef public long long count
+    cdef public list last
 
-    @cython.locals(direction=cython.int, syn=cython.bint, local=cython.longlong, first=list)
-    cpdef long long segment(self, bytes src, int sport, bytes dst, int dport, int flags, long long seq)
+    @cython.locals(direction=cython.int, syn=cython.bint, stream=list, first=list)
+    cpdef long long segment(self, bytes src, int sport, bytes dst, int dport, int flags, long long seq,
+                            long long ts_ns)
 
 
 cpdef bint _same_opener(list stream, int direction, long long seq)
@@ -21,7 +24,7 @@ cdef class StreamIndex:
 cdef class FileStreams:
     cdef public RangeStreams local
     cdef public StreamIndex index
-    cdef public list indices
 
-    @cython.locals(local=cython.longlong)
-    cpdef long long segment(self, bytes src, int sport, bytes dst, int dport, int flags, long long seq)
+    @cython.locals(stream=list)
+    cpdef long long segment(self, bytes src, int sport, bytes dst, int dport, int flags, long long seq,
+                            long long ts_ns)

@@ -12,53 +12,67 @@ conversation (every SYN but a retransmission of the local stream's own opening S
 the rule needs of each (its addresses, its opening SYN, the first sequence number per direction).
 `StreamIndex` then takes the ranges' local streams in file order and gives each its index in the
 file. A reader of the whole file in one pass (`FileStreams`) does both at once.
+
+Memory: a conversation is forgotten once it has ended (a RST, or a FIN each way) and stayed quiet
+for `GRACE_NS` of capture time, so what is held follows the connections open, not the file's
+length. Forgetting changes nothing Wireshark shows unless an ended conversation's addresses and
+ports carry a packet without SYN more than GRACE_NS later (it would get a new index where
+Wireshark keeps the old one); a reused port opens with a SYN, a new conversation either way.
 """
 
 from __future__ import annotations
 
-from amqp_decode.packets import TCP_ACK, TCP_SYN
+from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
 
 # A local stream: [key, opening SYN's direction (-1: none), its sequence number, first sequence
-# number per direction (-1: none seen)]. The key orders the endpoints (lower first); direction 0
-# is from the lower one.
-KEY, OPENER, OPENER_SEQ, FIRST = 0, 1, 2, 3
+# number per direction (-1: none seen), last packet's time, how it ended (ENDED_* bits), its local
+# number, its index in the file once FileStreams placed it (-1: not placed)]. The key orders the
+# endpoints (lower first); direction 0 is from the lower one.
+KEY, OPENER, OPENER_SEQ, FIRST, LAST_TS, ENDED, LOCAL, PLACED = 0, 1, 2, 3, 4, 5, 6, 7
+ENDED_BOTH = 3  # bit 0: a FIN from the lower endpoint, bit 1: from the higher; a RST sets both
+GRACE_NS = 300 * 10**9  # well past TIME_WAIT (60 s on Linux): no late segment of the old connection comes after
+FORGET_EVERY = 1024  # FileStreams looks for ended conversations each time this many more have opened
 
 
 class RangeStreams:
     """Local stream numbers for the packets of one range of a file, in order."""
 
-    def __init__(self) -> None:
-        self.streams: list[list] = []
-        self.current: dict[tuple, int] = {}  # key -> its latest local stream
+    def __init__(self, keep: bool = True) -> None:
+        """`keep`: keep every local stream in `streams` (a range's reader hands them all on);
+        otherwise only `current` holds them, and `forget_ended` can drop those that ended."""
+        self.streams: list[list] | None = [] if keep else None
+        self.current: dict[tuple, list] = {}  # key -> its latest local stream
+        self.count = 0
+        self.last: list | None = None  # the last segment's local stream
 
-    def segment(self, src: bytes, sport: int, dst: bytes, dport: int, flags: int, seq: int) -> int:
+    def segment(self, src: bytes, sport: int, dst: bytes, dport: int, flags: int, seq: int, ts_ns: int) -> int:
         """The local stream of a TCP packet."""
         if src < dst or src == dst and sport <= dport:
             key, direction = (src, sport, dst, dport), 0
         else:
             key, direction = (dst, dport, src, sport), 1
-        found = self.current.get(key)
+        stream = self.current.get(key)
         syn = flags & (TCP_SYN | TCP_ACK) == TCP_SYN
-        if found is None or syn and not _same_opener(self.streams[found], direction, seq):
-            local = len(self.streams)
-            self.current[key] = local
-            self.streams.append([key, direction if syn else -1, seq if syn else -1, [-1, -1]])
-        else:
-            local = found
-        first = self.streams[local][FIRST]
+        if stream is None or syn and not _same_opener(stream, direction, seq):
+            stream = [key, direction if syn else -1, seq if syn else -1, [-1, -1], ts_ns, 0, self.count, -1]
+            self.count += 1
+            self.current[key] = stream
+            if self.streams is not None:
+                self.streams.append(stream)
+        self.last = stream
+        first = stream[FIRST]
         if first[direction] < 0:
             first[direction] = seq
-        return local
+        stream[LAST_TS] = ts_ns
+        if flags & (TCP_FIN | TCP_RST):
+            stream[ENDED] |= ENDED_BOTH if flags & TCP_RST else 1 << direction
+        return stream[LOCAL]
 
-    def as_json(self) -> list[list]:
-        """The local streams as plain data (they travel from the reading tasks to the driver)."""
-        return [[key[0].hex(), key[1], key[2].hex(), key[3], opener, opener_seq, first[0], first[1]]
-                for key, opener, opener_seq, first in self.streams]
-
-
-def streams_from_json(data: list[list]) -> list[list]:
-    return [[(bytes.fromhex(a), a_port, bytes.fromhex(b), b_port), opener, opener_seq, [first0, first1]]
-            for a, a_port, b, b_port, opener, opener_seq, first0, first1 in data]
+    def forget_ended(self, before_ns: int) -> None:
+        """Drop the local streams that ended and were quiet since before `before_ns`."""
+        for key, stream in list(self.current.items()):
+            if stream[ENDED] == ENDED_BOTH and stream[LAST_TS] < before_ns:
+                del self.current[key]
 
 
 def _same_opener(stream: list, direction: int, seq: int) -> bool:
@@ -71,7 +85,8 @@ class StreamIndex:
 
     def __init__(self) -> None:
         self.count = 0
-        # key -> [index, the conversation's first sequence number per direction, its latest local stream]
+        # key -> [index, the conversation's first sequence number per direction, its latest local
+        # stream, how its earlier local streams ended]
         self.conversations: dict[tuple, list] = {}
 
     def place(self, stream: list) -> int:
@@ -88,23 +103,38 @@ class StreamIndex:
             opener = stream[OPENER]
             if opener >= 0 and base[opener] >= 0 and base[opener] != stream[OPENER_SEQ]:
                 conversation = None  # a reused port: a new conversation
+            else:
+                conversation[3] |= latest[ENDED]
         if conversation is None:
-            conversation = self.conversations[key] = [self.count, [-1, -1], stream]
+            conversation = self.conversations[key] = [self.count, [-1, -1], stream, 0]
             self.count += 1
         conversation[2] = stream
         return conversation[0]
+
+    def forget_ended(self, before_ns: int) -> None:
+        """Drop the conversations that ended and were quiet since before `before_ns`."""
+        for key, conversation in list(self.conversations.items()):
+            latest = conversation[2]
+            if (conversation[3] | latest[ENDED]) == ENDED_BOTH and latest[LAST_TS] < before_ns:
+                del self.conversations[key]
 
 
 class FileStreams:
     """Both steps at once, for a reader of a whole file in order."""
 
     def __init__(self) -> None:
-        self.local = RangeStreams()
+        self.local = RangeStreams(keep=False)
         self.index = StreamIndex()
-        self.indices: list[int] = []  # local stream -> index
 
-    def segment(self, src: bytes, sport: int, dst: bytes, dport: int, flags: int, seq: int) -> int:
-        local = self.local.segment(src, sport, dst, dport, flags, seq)
-        if local == len(self.indices):
-            self.indices.append(self.index.place(self.local.streams[local]))
-        return self.indices[local]
+    def segment(self, src: bytes, sport: int, dst: bytes, dport: int, flags: int, seq: int, ts_ns: int) -> int:
+        self.local.segment(src, sport, dst, dport, flags, seq, ts_ns)
+        stream = self.local.last
+        if stream[PLACED] < 0:  # it has just opened
+            stream[PLACED] = self.index.place(stream)
+            if self.local.count % FORGET_EVERY == 0:
+                self.forget_ended(ts_ns - GRACE_NS)
+        return stream[PLACED]
+
+    def forget_ended(self, before_ns: int) -> None:
+        self.local.forget_ended(before_ns)
+        self.index.forget_ended(before_ns)

@@ -213,10 +213,10 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
             weights[bucket] += segments
     if not per_bucket:
         return []
-    numbers = number_units(plans, staged, buckets_of(spark, settings))  # Wireshark's frame.number, tcp.stream
+    numbers = json.dumps({"bases": number_units(plans, staged, staging)})  # Wireshark's frame.number, tcp.stream
     # The biggest buckets first: tasks start in this order, so the small ones fill in at the end
     # instead of a big one starting last while the other cores idle.
-    rows = [(bucket, json.dumps(sorted(by_file.items())), json.dumps(numbers.for_bucket(bucket)))
+    rows = [(bucket, json.dumps(sorted(by_file.items())), numbers)
             for bucket, by_file in sorted(per_bucket.items(), key=lambda item: (-weights[item[0]], item[0]))]
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
                              settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context,

@@ -28,6 +28,7 @@ from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
 from pipelines.carryover import staged_states
 from pipelines.progress import TaskProgress
 from pipelines.stages.flows import FlowSides
+from pipelines.stages.numbering import tcp_streams_of
 from pipelines.stages.read import staged_path
 from pipelines.tablefiles import TableFiles, filesystem_of
 
@@ -51,21 +52,20 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
                   numbers: dict | None = None, flow_parts: int = 0) -> list[dict]:
     """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
     bucket, in byte order. `context` (pipelines.carryover.context_json): where the run's captures
-    end. `numbers` (pipelines.stages.numbering): each unit's first record number less one, and its
-    local TCP streams' indices in the file. `flow_parts`: the parts message_flows' sides are staged
-in (none when 0)."""
+    end. `numbers` (pipelines.stages.numbering): {"bases": each unit's first record number less
+    one}; each unit's map of local TCP streams to the file's is staged. `flow_parts`: the parts
+    message_flows' sides are staged in (none when 0)."""
     context = context or {}
     numbers = numbers or {}
     bases = {int(unit): base for unit, base in numbers.get("bases", {}).items()}
-    stream_maps = {int(unit): dict(pairs) for unit, pairs in numbers.get("streams", {}).items()}
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
     sides = FlowSides(staging, f"b{bucket}", flow_parts) if flow_parts else None
     if sides is not None:
         sides.tap(writer)
     decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
-    streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), stream_maps.get(unit, {}))
-                                      for unit in units], file_index)
+    streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), unit) for unit in units],
+                         staging, file_index)
                for file_index, units in files]
     # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
     # tuples in C (a key function would be a Python call per segment)
@@ -84,10 +84,12 @@ in (none when 0)."""
     return writer.close()
 
 
-def _segments(filesystem, units: list[tuple[str, int, dict]], file_index: int) -> Iterator[tuple[int, int, Segment]]:
+def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
+              file_index: int) -> Iterator[tuple[int, int, Segment]]:
     """(ts_ns, file index, segment) of one file's staged units, in capture order. `units`: (staged
-    path, the unit's first record number less one, {local TCP stream: its index in the file})."""
-    for path, base, stream_map in units:
+    path, the unit's first record number less one, the unit)."""
+    for path, base, unit in units:
+        stream_map = tcp_streams_of(staging, unit)  # a unit's at a time: never the whole night's
         with filesystem.open_input_file(path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):

@@ -5,9 +5,9 @@ read one file). Each record's link/IP/TCP headers are parsed; the segment goes t
 connection (a stable hash of the 4-tuple, the same from either direction), into an Arrow IPC file
 per (unit, bucket) in capture order. The decode stage then reads, for its bucket, every unit's
 file: all segments of its connections, from every file of the run, and nothing else. What reading
-found (records, link types, damage, the local TCP streams) comes back as the unit's facts, from
-which the driver numbers records and TCP streams as Wireshark does in each file
-(pipelines.stages.numbering).
+found (records, link types, damage) comes back as the unit's facts, and its local TCP streams are
+staged beside its segments: from both the driver numbers records and TCP streams as Wireshark does
+in each file (pipelines.stages.numbering).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from amqp_decode.packets import PacketParser
 from amqp_decode.stream_index import RangeStreams
 from pipelines.inputs import fingerprint, open_input
 from pipelines.progress import TaskProgress
+from pipelines.stages.numbering import stage_streams
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
 
@@ -76,7 +77,7 @@ def read_unit(unit: dict, staging: str, buckets: int,
                 segment = parser.parse(ts_ns, link_type, data)
                 if segment is not None:
                     writer.add(segment, records - 1, streams.segment(segment.src, segment.sport, segment.dst,
-                                                                     segment.dport, segment.flags, segment.seq))
+                                                                     segment.dport, segment.flags, segment.seq, ts_ns))
                 if records % REPORT_EVERY == 0 and progress is not None:
                     progress.add(bytes=read, packets=REPORT_EVERY)
                     read = 0
@@ -90,8 +91,9 @@ def read_unit(unit: dict, staging: str, buckets: int,
         status, error = "failed", f"cannot read: {failure}"
     parser.finish()
     staged = writer.close()
+    stage_streams(staging, unit["unit"], streams.streams)
     facts = {"info": info_to_json(info), "status": status, "error": error, "segments": sum(staged.values()),
-             "records": records, "streams": streams.as_json(),
+             "records": records, "tcp_streams": streams.count,
              "skipped_packets": dict(parser.skipped),
              "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
     return staged, facts

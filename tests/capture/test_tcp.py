@@ -172,7 +172,8 @@ def test_closed_connections_are_finalised_after_the_grace_period(grace_ns, ended
 
 def test_segments_from_columns_are_the_segments_numbered_as_the_file_shows_them():
     """The Spark job's decode stage makes its segments from staged columns in one call per batch:
-    every field, the pcap record number after `base`, the file's TCP stream (-1 unknown)."""
+    every field, the pcap record number after `base`, the file's TCP stream of its local stream
+    (-1 where the map ends: not numbered)."""
     made = [Segment(10, A[0], A[1], B[0], B[1], 7, 0, TCP_SYN, b""),
             Segment(11, B[0], B[1], A[0], A[1], 90, 8, TCP_SYN | TCP_ACK, b""),
             Segment(12, A[0], A[1], B[0], B[1], 8, 91, TCP_ACK, b"AMQP\x00\x00\x09\x01")]
@@ -180,6 +181,6 @@ def test_segments_from_columns_are_the_segments_numbered_as_the_file_shows_them(
     columns = {name: [getattr(s, name) for s in made] for name in names}
     got = segments_from_columns(columns["ts_ns"], [0, 1, 5], [3, 3, 4], columns["src"], columns["sport"],
                                 columns["dst"], columns["dport"], columns["seq"], columns["ack"],
-                                columns["flags"], columns["payload"], 100, {3: 17})
+                                columns["flags"], columns["payload"], 100, [5, 9, 2, 17])
     assert [[getattr(s, name) for name in names] for s in got] == [[getattr(s, name) for name in names] for s in made]
     assert [(s.record, s.stream) for s in got] == [(101, 17), (102, 17), (106, -1)]

@@ -121,7 +121,7 @@ def test_stream_index_of_every_packet_agrees_with_tshark(path):
         segment = parser.parse(ts_ns, link_type, data)
         if segment is not None:
             ours[number] = streams.segment(segment.src, segment.sport, segment.dst, segment.dport, segment.flags,
-                                           segment.seq)
+                                           segment.seq, segment.ts_ns)
             segments.append((number, segment))
     # IP fragments reassembled by both: tshark shows the stream on the last fragment, as we do
     assert ours == {n: s for n, s in theirs.items() if n in ours}
@@ -130,7 +130,7 @@ def test_stream_index_of_every_packet_agrees_with_tshark(path):
     index, placed = StreamIndex(), {}
     for part in range(3):
         local = RangeStreams()
-        numbers = [(n, local.segment(s.src, s.sport, s.dst, s.dport, s.flags, s.seq))
+        numbers = [(n, local.segment(s.src, s.sport, s.dst, s.dport, s.flags, s.seq, s.ts_ns))
                    for n, s in segments[part * len(segments) // 3:(part + 1) * len(segments) // 3]]
         mapped = [index.place(stream) for stream in local.streams]
         placed.update((n, mapped[i]) for n, i in numbers)

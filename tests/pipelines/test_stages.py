@@ -62,11 +62,11 @@ def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
     from pipelines.plan import Unit
     from pipelines.stages.numbering import number_units
     staged, facts = read_unit(unit(path), str(staging), buckets=3)
-    numbers = number_units([Unit(**unit(path))], {0: (staged, facts)}, 3)
+    numbers = {"bases": number_units([Unit(**unit(path))], {0: (staged, facts)}, str(staging))}
     files = []
     for bucket in staged:
         files += decode_bucket(bucket, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
-                               numbers=numbers.for_bucket(bucket))
+                               numbers=numbers)
     import pyarrow.parquet as pq
     expected = tabulate([canonical_uri(str(path)).removeprefix("file://")])
     for name in ("frames", "deliveries", "publishes", "connections", "channels"):
@@ -109,12 +109,12 @@ def test_record_numbers_and_tcp_streams_of_a_file_read_in_ranges(tmp_path):
              enumerate(zip(edges, edges[1:]))]
     staged = {u.unit: read_unit(vars(u), str(staging), buckets=3) for u in plans}
     assert all(facts["records"] > 0 for _, facts in staged.values())  # each range read some
-    numbers = number_units(plans, staged, 3)
+    numbers = {"bases": number_units(plans, staged, str(staging))}
     files = []
     for bucket in {b for counts, _ in staged.values() for b in counts}:
         units = [u.unit for u in plans if bucket in staged[u.unit][0]]
         files += decode_bucket(bucket, [[0, units]], str(staging), [uri], Settings(), "r", str(root),
-                               numbers=json.loads(json.dumps(numbers.for_bucket(bucket))))
+                               numbers=json.loads(json.dumps(numbers)))
     key = ("connection", "direction", "stream_offset")
     ours = {tuple(r[k] for k in key): (r["pcap_record"], r["pcap_record_last"], r["tcp_stream"])
             for f in files if f["table"] == "frames" for r in pq.read_table(root / "frames" / f["path"]).to_pylist()}
@@ -141,11 +141,11 @@ def test_staged_flow_sides_pair_as_the_library_does(tmp_path):
     uris = [canonical_uri(str(p)) for p in paths]
     plans = [Unit(i, i, uri, 0, None, os.path.getsize(p)) for i, (p, uri) in enumerate(zip(paths, uris))]
     staged = {u.unit: read_unit(vars(u), str(staging), buckets=3) for u in plans}
-    numbers = number_units(plans, staged, 3)
+    numbers = {"bases": number_units(plans, staged, str(staging))}
     for bucket in {b for counts, _ in staged.values() for b in counts}:
         by_file = [[u.file_index, [u.unit]] for u in plans if bucket in staged[u.unit][0]]
         decode_bucket(bucket, by_file, str(staging), uris, Settings(), "r", str(root),
-                      numbers=numbers.for_bucket(bucket), flow_parts=3)
+                      numbers=numbers, flow_parts=3)
     assert len(os.listdir(staging / "flows")) > 3  # parts from several buckets
     files = list(flows_task(iter([2, 0]), str(staging), str(root), "r", 100)) + \
         list(flows_task(iter([1]), str(staging), str(root), "r", 100))
