@@ -13,6 +13,7 @@ metadata.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import os
 from typing import Iterator
@@ -50,8 +51,8 @@ def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: lis
 def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
                   run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None,
                   numbers: dict | None = None, flow_parts: int = 0) -> list[dict]:
-    """`files`: [file_index, [unit, ...]] in file order, the units that staged segments of this
-    bucket, in byte order. `context` (pipelines.carryover.context_json): where the run's captures
+    """`files`: [file_index, [unit, ...], earliest, latest] in file order: the units that staged
+    segments of this bucket, in byte order, and the time their segments span (optional). `context` (pipelines.carryover.context_json): where the run's captures
     end. `numbers` (pipelines.stages.numbering): {"bases": each unit's first record number less
     one}; each unit's map of local TCP streams to the file's is staged. `flow_parts`: the parts
     message_flows' sides are staged in (none when 0)."""
@@ -64,13 +65,15 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
         sides.tap(writer)
     decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
     filesystem, base = filesystem_of(staging)
-    streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), unit) for unit in units],
-                         staging, file_index)
-               for file_index, units in files]
-    # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
-    # tuples in C (a key function would be a Python call per segment)
-    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
-    decoder.feed_all(merged, progress)
+    groups = []
+    for group in _overlapping(files):
+        streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), unit)
+                                          for unit in units], staging, file_index)
+                   for file_index, units, *_ in group]
+        # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
+        # tuples in C (a key function would be a Python call per segment)
+        groups.append(streams[0] if len(streams) == 1 else heapq.merge(*streams))
+    decoder.feed_all(itertools.chain.from_iterable(groups), progress)
     states = decoder.finish(context.get("capture_end_ns"), context.get("closing_source"))
     for state in states:
         writer.add(CONNECTION_STATE, {"date": day(state.last_ts_ns), "sensor": settings.state.sensor,
@@ -82,6 +85,25 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
     if sides is not None:
         sides.close()
     return writer.close()
+
+
+def _overlapping(files: list[list]) -> list[list[list]]:
+    """The files in groups to merge by time, in time order: each group's files overlap in time,
+    and every group ends before the next begins. Rotated captures follow each other, so their
+    segments are read one file after another, and a task holds one batch of one file at a time, not
+    one of every file of the night (all files are one group when their spans are not known)."""
+    if any(len(f) < 4 for f in files):
+        return [files]
+    groups: list[list[list]] = []
+    latest = None
+    for f in sorted(files, key=lambda f: (f[2], f[0])):
+        if groups and f[2] <= latest:  # a tie merges too: the merge orders equal times by file
+            groups[-1].append(f)
+            latest = max(latest, f[3])
+        else:
+            groups.append([f])
+            latest = f[3]
+    return groups
 
 
 def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,

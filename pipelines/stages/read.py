@@ -62,7 +62,8 @@ def read_task(units: Iterator[tuple], staging: str, buckets: int) -> Iterator[tu
 
 def read_unit(unit: dict, staging: str, buckets: int,
               progress: TaskProgress | None = None) -> tuple[dict[int, int], dict]:
-    """Stage one unit; returns ({bucket: segments staged}, facts)."""
+    """Stage one unit; returns ({bucket: segments staged}, facts). The facts' `spans`: {bucket:
+    [earliest, latest] packet time of its segments}."""
     uri, start, end = unit["uri"], unit["start"], unit["end"]
     info = CaptureInfo(uri, unit["size"])
     parser = PacketParser()
@@ -93,6 +94,7 @@ def read_unit(unit: dict, staging: str, buckets: int,
     staged = writer.close()
     stage_streams(staging, unit["unit"], streams.streams)
     facts = {"info": info_to_json(info), "status": status, "error": error, "segments": sum(staged.values()),
+             "spans": writer.spans,
              "records": records, "tcp_streams": streams.count,
              "skipped_packets": dict(parser.skipped),
              "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
@@ -133,6 +135,7 @@ class _BucketWriter:
         self.buckets = buckets
         self.files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit, bucket), FLUSH_ROWS)
         self.keys: dict[tuple, int] = {}  # 4-tuple -> bucket (one hash per connection, not per packet)
+        self.spans: dict[int, list[int]] = {}  # bucket -> [earliest, latest] time (a file's may go back)
 
     def add(self, s, record: int, stream: int) -> None:
         key = (s.src, s.sport, s.dst, s.dport)
@@ -141,6 +144,13 @@ class _BucketWriter:
             if len(self.keys) > 100_000:
                 self.keys.clear()
             bucket = self.keys[key] = bucket_of(s.src, s.sport, s.dst, s.dport, self.buckets)
+        span = self.spans.get(bucket)
+        if span is None:
+            self.spans[bucket] = [s.ts_ns, s.ts_ns]
+        elif s.ts_ns < span[0]:
+            span[0] = s.ts_ns
+        elif s.ts_ns > span[1]:
+            span[1] = s.ts_ns
         self.files.add(bucket, (s.ts_ns, record, stream, s.src, s.sport, s.dst, s.dport, s.seq, s.ack, s.flags,
                                 s.payload))
 

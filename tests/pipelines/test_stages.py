@@ -157,3 +157,19 @@ def test_staged_flow_sides_pair_as_the_library_does(tmp_path):
     got = [json.loads(g) | unnamed for g in canonical("message_flows", _micros(rows), str(SAMPLES))]
     want = [json.loads(w) | unnamed for w in canonical("message_flows", expected, str(SAMPLES))]
     assert got == want
+
+
+def test_files_are_merged_only_where_their_times_overlap():
+    """A decode task reads rotated files one after another (one batch of one file held at a time)
+    and merges by time only the files whose segments overlap; a tie at a boundary merges."""
+    from pipelines.stages.decode import _overlapping
+    hour = 3_600 * 10**9
+    rotated = [[i, [i], i * hour, (i + 1) * hour - 1] for i in range(4)]
+    assert _overlapping(rotated) == [[f] for f in rotated]
+    # a second sensor's file over hours 1-2, a file whose clock went back, one touching its neighbour
+    other = [4, [4], hour + 5, 2 * hour + 5]
+    back = [5, [5, 6], 3 * hour - 10, 3 * hour + 7]
+    touching = [6, [7], 4 * hour - 1, 5 * hour]
+    groups = _overlapping([*rotated, other, back, touching])
+    assert [[f[0] for f in group] for group in groups] == [[0], [1, 4, 2, 5, 3, 6]]
+    assert _overlapping([[0, [0]], [1, [1]]]) == [[[0, [0]], [1, [1]]]]  # spans not known: one merge
