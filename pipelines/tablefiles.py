@@ -1,8 +1,8 @@
 """Table rows to Parquet files, on the executors: what every task that produces rows writes with.
 
-One file per (table, date) per task under `<root>/<table>/date=<d>/`, with exactly the table's
-declared Arrow schema (amqp_decode.tables; the `date` partition lives in the path, as Delta does),
-and its metadata for the commit: path, size, rows, the captures it holds, and the statistics Delta
+One file per (table, date) per task (the next one begun every FILE_ROWS rows) under
+`<root>/<table>/date=<d>/`, with exactly the table's declared Arrow schema (amqp_decode.tables; the
+`date` partition lives in the path, as Delta does), and its metadata for the commit: path, size, rows, the captures it holds, and the statistics Delta
 readers skip files with, taken from the Parquet footer. No table data goes back to the driver.
 """
 
@@ -22,6 +22,9 @@ from amqp_decode.columns import TableColumns
 from amqp_decode.tables import TABLES, Table
 
 FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures string, stats string"
+# A file is closed and the next begun after this many rows: a Parquet writer keeps every row group's
+# metadata until it closes, which would grow with a task's input
+FILE_ROWS = 1_000_000
 
 
 def filesystem_of(root: str) -> tuple[pafs.FileSystem, str]:
@@ -59,12 +62,15 @@ class _Layout:
 class TableFiles:
     """Collects rows per table and writes them as Parquet as they come (bounded memory)."""
 
-    def __init__(self, root: str, run_id: str, tag: str = "", batch_rows: int = 10_000) -> None:
+    def __init__(self, root: str, run_id: str, tag: str = "", batch_rows: int = 10_000,
+                 file_rows: int = FILE_ROWS) -> None:
         self.filesystem, self.root = filesystem_of(root)
+        self.file_rows = file_rows
         self.run_id = run_id
         self.tag = tag
         self.layouts: dict[str, _Layout] = {}
-        self.writers: dict[tuple[str, str], tuple[pq.ParquetWriter, str, set]] = {}
+        self.writers: dict[tuple[str, str], list] = {}  # (table, day) -> [writer, relative path, captures, rows]
+        self.files: list[dict] = []  # the files closed so far
         self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows)
         # add(table, row): compiled, straight into the table's columns (every row a decode task makes
         # comes this way; this class's Python runs once per batch). `columns.taps` lets another
@@ -79,16 +85,20 @@ class TableFiles:
         """Write what is left, close every file; their metadata."""
         for name in list(self.layouts):
             self._flush(name)
-        files = []
-        for (name, day), (writer, relative, captures) in self.writers.items():
-            writer.close()
-            path = f"{self.root}/{name}/{relative}"
-            metadata = pq.read_metadata(path, filesystem=self.filesystem)
-            files.append({"table": name, "path": relative, "size": self.filesystem.get_file_info(path).size,
-                          "date": day, "rows": metadata.num_rows, "captures": json.dumps(sorted(captures)),
-                          "stats": json.dumps(stats(metadata))})
-        self.writers.clear()
+        for key in list(self.writers):
+            self._close_file(key)
+        files, self.files = self.files, []
         return files
+
+    def _close_file(self, key: tuple[str, str]) -> None:
+        name, day = key
+        writer, relative, captures, _ = self.writers.pop(key)
+        writer.close()
+        path = f"{self.root}/{name}/{relative}"
+        metadata = pq.read_metadata(path, filesystem=self.filesystem)
+        self.files.append({"table": name, "path": relative, "size": self.filesystem.get_file_info(path).size,
+                           "date": day, "rows": metadata.num_rows, "captures": json.dumps(sorted(captures)),
+                           "stats": json.dumps(stats(metadata))})
 
     def _flush(self, name: str) -> None:
         layout = self.layouts[name]
@@ -106,13 +116,16 @@ class TableFiles:
                 relative = f"date={day}/part-{self.run_id[:8]}-{self.tag}{uuid.uuid4().hex[:12]}.parquet"
                 path = f"{self.root}/{name}/{relative}"
                 self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                self.writers[key] = (pq.ParquetWriter(path, part.schema, filesystem=self.filesystem,
-                                                      compression="zstd"), relative, set())
-            writer, _, captures = self.writers[key]
-            writer.write_batch(part)
+                self.writers[key] = [pq.ParquetWriter(path, part.schema, filesystem=self.filesystem,
+                                                      compression="zstd"), relative, set(), 0]
+            file = self.writers[key]
+            file[0].write_batch(part)
             key_column = table.replace_key
             if key_column in part.schema.names:  # the distinct keys, in C++ rather than a loop over rows
-                captures.update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
+                file[2].update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
+            file[3] += part.num_rows
+            if file[3] >= self.file_rows:
+                self._close_file(key)
 
     def _batch(self, layout: _Layout, columns: list[list], rows: int) -> pa.RecordBatch:
         run_id = pa.scalar(self.run_id, pa.string())

@@ -4,6 +4,7 @@ with the table's schema, one file per date, whatever the batch size."""
 from __future__ import annotations
 
 import datetime
+import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,3 +62,28 @@ def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
     assert table.column("exchange_type").null_count == 5
     assert table.column("run_id").to_pylist() == ["run-1"] * 5
     assert table.equals(pa.Table.from_batches([rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))]))
+
+
+def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
+    """A file is closed after `file_rows` rows and the next begun (a Parquet writer holds every
+    row group's metadata until it closes): together the files hold every row once, in order, each
+    with its own row count and captures."""
+    path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
+    builder = RawRows("run-1")
+    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
+    for seq, row in enumerate(rows):
+        row["connection_seq"] = seq
+        row["date"] = rows[0]["date"]
+        row["source"] = f"file:///night/{seq // 40}.pcap"  # frames are replaced by the file that made them
+    assert len(rows) > 100
+    writer = TableFiles(str(tmp_path), "run-1", batch_rows=7, file_rows=30)
+    for row in rows:
+        writer.add(FRAMES, row)
+    files = writer.close()
+    assert len(files) == -(-len(rows) // 35)  # whole batches of 7: a file closes at 35 rows
+    tables = [pq.read_table(tmp_path / "frames" / f["path"]) for f in files]
+    assert [f["rows"] for f in files] == [t.num_rows for t in tables]
+    expected = rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))
+    assert pa.concat_tables(tables).equals(pa.Table.from_batches([expected]))
+    for f, table in zip(files, tables):
+        assert sorted(json.loads(f["captures"])) == sorted(set(table.column("source").to_pylist()))
