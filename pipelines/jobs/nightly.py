@@ -211,16 +211,16 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
         spans = staged[unit.unit][1].get("spans", {})
         for bucket, segments in sorted(staged[unit.unit][0].items()):
             first, last = spans[bucket]
-            units = per_bucket.setdefault(bucket, {}).setdefault(unit.file_index, [[], first, last])
-            units[0].append(unit.unit)
-            units[1], units[2] = min(units[1], first), max(units[2], last)
+            entry = per_bucket.setdefault(bucket, {}).setdefault(unit.file_index, [[], first, last])
+            entry[0].append(unit.unit)
+            entry[1], entry[2] = min(entry[1], first), max(entry[2], last)
             weights[bucket] += segments
     if not per_bucket:
         return []
     numbers = json.dumps({"bases": number_units(plans, staged, staging)})  # Wireshark's frame.number, tcp.stream
     # The biggest buckets first: tasks start in this order, so the small ones fill in at the end
     # instead of a big one starting last while the other cores idle.
-    rows = [(bucket, json.dumps([[index, *units] for index, units in sorted(by_file.items())]), numbers)
+    rows = [(bucket, json.dumps([[index, *entry] for index, entry in sorted(by_file.items())]), numbers)
             for bucket, by_file in sorted(per_bucket.items(), key=lambda item: (-weights[item[0]], item[0]))]
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
                              settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context,

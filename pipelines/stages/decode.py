@@ -52,10 +52,11 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
                   run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None,
                   numbers: dict | None = None, flow_parts: int = 0) -> list[dict]:
     """`files`: [file_index, [unit, ...], earliest, latest] in file order: the units that staged
-    segments of this bucket, in byte order, and the time their segments span (optional). `context` (pipelines.carryover.context_json): where the run's captures
-    end. `numbers` (pipelines.stages.numbering): {"bases": each unit's first record number less
-    one}; each unit's map of local TCP streams to the file's is staged. `flow_parts`: the parts
-    message_flows' sides are staged in (none when 0)."""
+    segments of this bucket, in byte order, and the time their segments span (optional).
+    `context` (pipelines.carryover.context_json): where the run's captures end. `numbers`
+    (pipelines.stages.numbering): {"bases": each unit's first record number less one}; each unit's
+    map of local TCP streams to the file's is staged. `flow_parts`: the parts message_flows' sides
+    are staged in (none when 0)."""
     context = context or {}
     numbers = numbers or {}
     bases = {int(unit): base for unit, base in numbers.get("bases", {}).items()}
