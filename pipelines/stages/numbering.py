@@ -72,24 +72,26 @@ def number_units(plans, staged: dict, staging: str) -> dict[int, int]:
 
 def tcp_streams_of(staging: str, unit: int) -> list[int]:
     """A unit's map, local stream -> tcp.stream (empty when it was not numbered)."""
-    filesystem, base = filesystem_of(staging)
-    try:
-        with filesystem.open_input_file(tcp_streams_path(base, unit)) as source:
-            return pa.ipc.open_file(source).read_all().column(0).to_pylist()
-    except FileNotFoundError:
-        return []
+    table = _read(staging, tcp_streams_path, unit)
+    return [] if table is None else table.column(0).to_pylist()
 
 
 def _staged_streams(staging: str, unit: int) -> list[list]:
-    filesystem, base = filesystem_of(staging)
-    try:
-        with filesystem.open_input_file(streams_path(base, unit)) as source:
-            table = pa.ipc.open_file(source).read_all()
-    except FileNotFoundError:  # its reading failed before it staged anything
+    table = _read(staging, streams_path, unit)
+    if table is None:  # its reading failed before it staged anything
         return []
     return [[(a, a_port, b, b_port), opener, opener_seq, [first_a, first_b], last_ts, ended]
             for a, a_port, b, b_port, opener, opener_seq, first_a, first_b, last_ts, ended
             in zip(*(column.to_pylist() for column in table.columns))]
+
+
+def _read(staging: str, path_of, unit: int) -> pa.Table | None:
+    filesystem, base = filesystem_of(staging)
+    try:
+        with filesystem.open_input_file(path_of(base, unit)) as source:
+            return pa.ipc.open_file(source).read_all()
+    except FileNotFoundError:
+        return None
 
 
 def _write(staging: str, path_of, unit: int, table: pa.Table) -> None:
