@@ -2,8 +2,10 @@
 keeps thousands of long-lived ones (open connections, rows waiting to be written); with Python's
 default thresholds the cyclic collector then rescans the long-lived ones over and over (about a tenth
 of a decode task's time, measured with py-spy). Objects made before decoding starts are frozen out
-of the collector's view, and collections of the young generation are spaced out; cycles (a
-connection and its TCP object refer to each other) are still collected."""
+of the collector's view, and collections of the young generation are spaced out, the old ones
+almost never: so what decoding makes must not rely on the collector to be freed (an ended connection
+breaks its cycles, amqp_decode.tcp.TcpConnection.end). What is left in cycles when decoding ends (a
+task's decoder and writers) is collected then, not left to a later task of a reused worker."""
 
 from __future__ import annotations
 
@@ -23,3 +25,4 @@ def fewer_collections():
     finally:
         gc.set_threshold(*before)
         gc.unfreeze()
+        gc.collect()

@@ -525,6 +525,11 @@ class AmqpConnection(StreamSink):
         self.out.append({"kind": CONNECTION_END, "connection": self.id, "summary": self.summary()})
         if self.on_end is not None:
             self.on_end(self)
+        # Its last use: the readers and this connection refer to each other, and it to its TCP
+        # connection (amqp_decode.tcp.TcpConnection.end says why the cycles are broken here).
+        for reader in self.readers:
+            reader.connection = None
+        self.tcp = None
 
     def summary(self) -> dict:
         """Per-connection facts for reports and byte accounting (direction labels as in records)."""

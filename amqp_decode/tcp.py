@@ -210,6 +210,12 @@ class TcpConnection:
         for half in self.halves:
             half.flush(ts_ns)
         self.sink.end(reason, ts_ns)
+        # Nothing reaches the sink again. It and this connection refer to each other: a cycle only the
+        # cyclic collector frees, which decoding runs seldom (gc_policy), so a night's ended
+        # connections, with the bytes their halves keep, would pile up. Without it refcounting frees them.
+        self.sink = None
+        for half in self.halves:
+            half.sink = None
 
     def end_reason(self) -> str:
         return "rst" if self.rst else "fin" if any(self.fins) else "capture-end"
@@ -294,6 +300,7 @@ class TcpTracker:
         """End of input: every remaining connection ends ("capture-end" unless it closed)."""
         for connection in list(self._unique()):
             self._end(connection, connection.end_reason(), connection.last_ts_ns)
+        self._closing.clear()  # every one has ended
 
     def _open(self, seg: Segment) -> TcpConnection:
         a, b = (seg.src, seg.sport), (seg.dst, seg.dport)

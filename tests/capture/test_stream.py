@@ -3,13 +3,16 @@ content is assembled. Captures are built with the crafted-sample helpers (Scapy 
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 
 import pytest
 
 from amqp_decode.decoder import CaptureDecoder
 from amqp_decode.settings import Settings
-from tests.capture.conftest import SAMPLES, EXPECTED, decoded
+from amqp_decode.stream import CONNECTION_END, AmqpConnection, FrameReader
+from amqp_decode.tcp import HalfStream, TcpConnection
+from tests.capture.conftest import SAMPLES, EXPECTED, capture_for, decoded
 from tools import craft_samples as craft
 
 
@@ -217,3 +220,21 @@ def test_every_record_is_timed_by_the_packets_of_its_first_and_last_byte(name):
         assert checked["large body"] >= 3
     if "mid" in name:
         assert checked["issue"] >= 1
+
+
+def test_an_ended_connection_is_freed_without_the_cyclic_collector():
+    """Decoding spaces the cyclic collector's runs out (amqp_decode.gc_policy), so an ended
+    connection's objects must be freed by reference counting: with the collector off, none is left
+    once every connection of the input has ended (a night's would pile up otherwise)."""
+    captures = [str(capture_for(p)) for p in EXPECTED if p.parent == SAMPLES]
+    kinds = (TcpConnection, HalfStream, AmqpConnection, FrameReader)
+    gc.collect()
+    gc.disable()
+    try:
+        decoder = CaptureDecoder()
+        ends = sum(r["kind"] == CONNECTION_END for r in decoder.decode(captures, ends=True))
+        left = Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds))
+    finally:
+        gc.enable()
+    assert ends >= 50  # every recorded sample: AMQP ones, TLS, half-open, not AMQP
+    assert left == Counter()
