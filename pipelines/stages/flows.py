@@ -38,6 +38,7 @@ FLUSH_ROWS = 4096
 # ~200 bytes of Arrow; a message takes at least about as many on the wire).
 BYTES_PER_PART = 128 << 20
 SLICE_ROWS = 8192  # sorted sides turned into Python rows at a time
+KEYS_HELD = 16_384
 
 
 def flow_parts(traffic_bytes: int, minimum: int) -> int:
@@ -58,7 +59,9 @@ class FlowSides:
         filesystem, root = filesystem_of(sides_dir(staging))
         self.parts = parts
         self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS)
-        self.keys: dict[str, int] = {}  # key -> part (the hash once per key)
+        # key -> part, so that a message's later sides skip the hash; cleared when full, for a
+        # task's memory must not grow with its input (a message's sides come close together)
+        self.keys: dict[str, int] = {}
 
     def tap(self, writer) -> None:
         """Take the publishes and deliveries rows a table writer (pipelines.tablefiles) receives."""
@@ -75,7 +78,7 @@ class FlowSides:
         key = flow_key(row)
         part = self.keys.get(key)
         if part is None:
-            if len(self.keys) > 100_000:
+            if len(self.keys) >= KEYS_HELD:
                 self.keys.clear()
             part = self.keys[key] = zlib.crc32(key.encode()) % self.parts
         self.files.add(part, (key, time, is_delivery, *map(row.get, _COLUMNS)))
