@@ -34,6 +34,8 @@ SIDES = pa.schema([("key", pa.string()), ("ts_ns", pa.int64()), ("is_delivery", 
 SORT = [("key", "ascending"), ("ts_ns", "ascending"), ("is_delivery", "ascending"), ("connection", "ascending"),
         ("channel", "ascending"), ("message_key", "ascending")]
 FLUSH_ROWS = 4096
+# Sides a task holds before writing them, across parts: the parts grow with the night, this does not.
+HELD_ROWS = 16_384
 # Of TCP payload: a flows task then holds the sides of at most that much traffic (a side is
 # ~200 bytes of Arrow; a message takes at least about as many on the wire).
 BYTES_PER_PART = 128 << 20
@@ -58,7 +60,8 @@ class FlowSides:
     def __init__(self, staging: str, tag: str, parts: int) -> None:
         filesystem, root = filesystem_of(sides_dir(staging))
         self.parts = parts
-        self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS)
+        self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS,
+                                 HELD_ROWS)
         # key -> part, so that a message's later sides skip the hash; cleared when full, for a
         # task's memory must not grow with its input (a message's sides come close together)
         self.keys: dict[str, int] = {}

@@ -1,6 +1,7 @@
 """Rows one stage leaves for the next: one Arrow IPC file per part (a connection bucket, a part of
 message_flows' key space), the rows gathered per part and written in batches, so that a task's
-memory does not grow with its input."""
+memory does not grow with its input, nor with the number of parts (message_flows has more parts
+for a bigger night)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from amqp_decode.columns import ColumnBuffer
 
 class StagedFiles:
     def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
-                 flush_rows: int) -> None:
-        """`path_of(part)`: the file a part's rows go to."""
+                 flush_rows: int, held_rows: int | None = None) -> None:
+        """`path_of(part)`: the file a part's rows go to. A part's rows are written when it holds
+        `flush_rows`, or every part's when all of them hold `held_rows`."""
         self.filesystem = filesystem
         self.schema = schema
         self.path_of = path_of
         self.flush_rows = flush_rows
+        self.held_rows = held_rows
+        self.held = 0
         self.waiting: dict[int, ColumnBuffer] = {}  # part -> its rows so far, as columns
         self.writers: dict[int, tuple] = {}  # part -> (sink, IPC writer)
         self.counts: dict[int, int] = {}
@@ -30,13 +34,18 @@ class StagedFiles:
         if waiting is None:
             waiting = self.waiting[part] = ColumnBuffer(self.schema.names)
         waiting.add_values(row)
+        self.held += 1
         if waiting.size >= self.flush_rows:
             self._flush(part)
+        elif self.held_rows is not None and self.held >= self.held_rows:
+            for each in self.waiting:
+                self._flush(each)
 
     def _flush(self, part: int) -> None:
         waiting = self.waiting[part]
         if not waiting.size:
             return
+        self.held -= waiting.size
         batch = pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
                                             for column, field in zip(waiting.take(), self.schema)], schema=self.schema)
         if part not in self.writers:
