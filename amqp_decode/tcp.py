@@ -212,7 +212,8 @@ class TcpConnection:
         self.sink.end(reason, ts_ns)
         # Nothing reaches the sink again. It and this connection refer to each other: a cycle only the
         # cyclic collector frees, which decoding runs seldom (gc_policy), so a night's ended
-        # connections, with the bytes their halves keep, would pile up. Without it refcounting frees them.
+        # connections, with the bytes their halves keep, would pile up. Broken, they are freed as
+        # soon as the tracker lets go of this connection.
         self.sink = None
         for half in self.halves:
             half.sink = None

@@ -17,7 +17,7 @@ class StagedFiles:
     def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
                  flush_rows: int, held_rows: int | None = None) -> None:
         """`path_of(part)`: the file a part's rows go to. A part's rows are written when it holds
-        `flush_rows`, or every part's when all of them hold `held_rows`."""
+        `flush_rows`, and every part's when the parts together hold `held_rows`."""
         self.filesystem = filesystem
         self.schema = schema
         self.path_of = path_of
