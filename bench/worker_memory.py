@@ -1,0 +1,110 @@
+"""Memory of one reused Spark Python worker: the nightly job's tasks for one input, run one after
+another in this process, as a worker that Spark reuses runs its share of them.
+
+    .venv/bin/python bench/worker_memory.py CAPTURES [--buckets 4] [--cores 2]
+
+CAPTURES: a capture file or a folder of them (job_bench.py --keep leaves its inputs in
+DIR/<size>GB/{rotated,single.pcap}). Every read task, then every decode task, then every
+message_flows task, with the job's settings (unit size, buckets, flow parts for --cores); after
+each phase: the resident memory now and its peak so far (MB), glibc's heap (in use / free) and the
+Python objects the cyclic collector tracks. Nothing of Spark runs, so the job's other processes
+are not measured here (bench/job_bench.py measures the driver, the JVM and the workers).
+
+Target (issue 10): the peaks do not grow with the input. Compare two sizes, e.g. 0.5 and 10 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import resource
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from amqp_decode.gc_policy import fewer_collections  # noqa: E402
+from amqp_decode.settings import Settings  # noqa: E402
+from pipelines.inputs import InputFile, canonical_uri  # noqa: E402
+from pipelines.plan import plan_units  # noqa: E402
+from pipelines.stages.decode import decode_bucket  # noqa: E402
+from pipelines.stages.flows import flow_parts, flows_task  # noqa: E402
+from pipelines.stages.numbering import number_units  # noqa: E402
+from pipelines.stages.read import read_unit  # noqa: E402
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _heap() -> str:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):  # not glibc
+        return ""
+    info = libc.mallinfo2()
+    return f"glibc heap {info.uordblks >> 20} MB in use, {info.fordblks >> 20} MB free; "
+
+
+def mark(what: str) -> None:
+    with open("/proc/self/statm") as statm:
+        now = int(statm.read().split()[1]) * resource.getpagesize() >> 20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+    print(f"{what:22s} RSS {now:4d} MB, peak {peak:4d} MB; {_heap()}{len(gc.get_objects()):,} tracked objects",
+          flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("captures", type=Path)
+    parser.add_argument("--buckets", type=int, default=4, help="decode tasks (the job: 2 per core)")
+    parser.add_argument("--cores", type=int, default=2, help="for the number of message_flows parts")
+    args = parser.parse_args(argv)
+    paths = sorted(p for p in args.captures.glob("*.pcap*")) if args.captures.is_dir() else [args.captures]
+    if not paths:
+        parser.error(f"no captures in {args.captures}")
+    settings = Settings()
+    inputs = [InputFile(canonical_uri(str(p)), p.stat().st_size) for p in paths]
+    units = plan_units(inputs, settings.job.split_bytes)
+    parts = flow_parts(sum(f.size for f in inputs), args.cores)
+    staging = tempfile.mkdtemp(prefix="amqpcap-worker-memory-")
+    print(f"{len(paths)} files, {sum(f.size for f in inputs) >> 20} MB: {len(units)} read tasks, "
+          f"{args.buckets} decode tasks, {parts} message_flows tasks")
+    try:
+        mark("start")
+        staged = {}
+        for unit in units:
+            with fewer_collections():  # as pipelines.stages.read.read_task
+                staged[unit.unit] = read_unit(vars(unit), staging, args.buckets)
+        mark("read tasks")
+        bases = number_units(units, staged, staging)
+        for bucket in range(args.buckets):
+            files: dict[int, list] = {}
+            for unit in units:
+                counts, facts = staged[unit.unit]
+                if bucket in counts:
+                    lo, hi = facts["spans"][bucket]
+                    entry = files.setdefault(unit.file_index, [[], lo, hi])
+                    entry[0].append(unit.unit)
+                    entry[1], entry[2] = min(entry[1], lo), max(entry[2], hi)
+            with fewer_collections():  # as pipelines.stages.decode.decode_task
+                decode_bucket(bucket, [[index, *entry] for index, entry in sorted(files.items())], staging,
+                              [f.uri for f in inputs], settings, "bench", f"{staging}/lake",
+                              numbers={"bases": bases}, flow_parts=parts)
+            mark(f"decode task {bucket + 1}/{args.buckets}")
+        for part in range(parts):
+            list(flows_task(iter([part]), staging, f"{staging}/lake", "bench", settings.spark.arrow_batch_rows))
+        mark("message_flows tasks")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
