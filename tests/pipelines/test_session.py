@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.session import OnDemandSession
+from pipelines.session import OnDemandSession, driver_java_options
 from pipelines.spark_daemon import installed_package_zips
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,3 +92,32 @@ def test_only_zips_inside_an_installed_pyspark_are_dropped(tmp_path):
     cluster = str(tmp_path / "opt" / "spark" / "python" / "lib" / "pyspark.zip")  # no package beside it
     path = [inside, py4j, cluster, str(tmp_path / "site"), "/usr/lib/python311.zip"]
     assert installed_package_zips(path) == [inside, py4j]
+
+
+def test_a_local_jvm_runs_the_serial_collector_unless_the_user_chooses_one():
+    assert driver_java_options("local[2]", "") == ["-XX:+UseSerialGC", "-Xms32m"]
+    # the user's options come last (a later -Xms wins) and their collector replaces ours
+    assert driver_java_options("local[*]", " -Xms1g ") == ["-XX:+UseSerialGC", "-Xms32m", "-Xms1g"]
+    assert driver_java_options("local", "-XX:+UseG1GC -Xmx2g") == ["-Xms32m", "-XX:+UseG1GC -Xmx2g"]
+    assert driver_java_options("spark://host:7077", "") == []  # a cluster's driver keeps the JVM's choice
+    assert driver_java_options("yarn", "-Dx=1") == ["-Dx=1"]
+
+
+@pytest.mark.slow
+def test_the_local_jvm_gets_our_options_and_the_users(tmp_path):
+    """In a fresh process: the JVM of a local session runs the serial collector, and a user's
+    spark.driver.extraJavaOptions (with a space inside a quoted value) reach it too."""
+    script = textwrap.dedent("""
+        from amqp_decode.settings import Settings
+        from pipelines.session import build_session
+        settings = Settings.model_validate({"spark": {"conf": {
+            "spark.driver.extraJavaOptions": "-Damqpcap.probe='two words'"}}})
+        spark = build_session(settings, "local[1]")
+        jvm = spark.sparkContext._jvm
+        beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+        print(sorted(bean.getName() for bean in beans), jvm.java.lang.System.getProperty("amqpcap.probe"))
+        spark.stop()
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "['Copy', 'MarkSweepCompact'] two words"
