@@ -22,3 +22,19 @@ cdef class TableColumns:
 
     @cython.locals(buffer=ColumnBuffer)
     cpdef add(self, object table, dict row)
+
+
+cdef class PartColumns:
+    cdef readonly tuple names
+    cdef object full
+    cdef public Py_ssize_t flush_rows
+    cdef public Py_ssize_t held_rows
+    cdef public Py_ssize_t held
+    cdef readonly dict buffers
+
+    @cython.locals(buffer=ColumnBuffer)
+    cpdef add(self, long part, tuple values)
+    @cython.locals(buffer=ColumnBuffer)
+    cpdef Py_ssize_t rows(self, long part)
+    @cython.locals(buffer=ColumnBuffer)
+    cpdef list take(self, long part)

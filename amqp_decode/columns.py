@@ -12,6 +12,8 @@ plus one dictionary lookup per column for a row whose keys are not in the column
 
 `TableColumns` holds one buffer per table, for a writer that receives many tables' rows mixed: the
 path every row of a decode task takes, so it is compiled too, with no Python-level call on it.
+`PartColumns` holds one buffer per numbered part, for a writer of one file per part (every TCP
+segment of the read stage takes it).
 """
 
 from __future__ import annotations
@@ -90,3 +92,46 @@ class TableColumns:
                 tap(table, row)
         if buffer.size >= self.batch_rows:
             self.full(table)
+
+
+class PartColumns:
+    """Rows of numbered parts (the read stage's connection buckets, message_flows' key ranges),
+    each part's gathered in its own ColumnBuffer, for a writer of one file per part.
+
+        parts = PartColumns(names, full, flush_rows=8192, held_rows=16_384)
+        parts.add(part, values)  # full(part) when that part holds flush_rows rows, and full(each
+                                 # part) when the parts together hold held_rows
+        columns = parts.take(part)  # in full: the part's columns; the part starts over
+
+    The parts grow with the input, so a budget per part alone would not bound what a task holds.
+    """
+
+    def __init__(self, names, full, flush_rows: int, held_rows: int | None = None) -> None:
+        self.names = tuple(names)
+        self.full = full
+        self.flush_rows = flush_rows
+        self.held_rows = held_rows if held_rows is not None else -1
+        self.held = 0
+        self.buffers: dict = {}  # part -> ColumnBuffer
+
+    def add(self, part: int, values: tuple) -> None:
+        buffer = self.buffers.get(part)
+        if buffer is None:
+            buffer = self.buffers[part] = ColumnBuffer(self.names)
+        buffer.add_values(values)
+        self.held += 1
+        if buffer.size >= self.flush_rows:
+            self.full(part)
+        elif self.held_rows >= 0 and self.held >= self.held_rows:
+            for each in list(self.buffers):
+                self.full(each)
+
+    def rows(self, part: int) -> int:
+        buffer = self.buffers.get(part)
+        return buffer.size if buffer is not None else 0
+
+    def take(self, part: int) -> list:
+        """The part's rows so far, as columns (a list per name)."""
+        buffer = self.buffers[part]
+        self.held -= buffer.size
+        return buffer.take()

@@ -10,7 +10,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from amqp_decode.columns import ColumnBuffer
+from amqp_decode.columns import PartColumns
 
 
 class StagedFiles:
@@ -21,33 +21,20 @@ class StagedFiles:
         self.filesystem = filesystem
         self.schema = schema
         self.path_of = path_of
-        self.flush_rows = flush_rows
-        self.held_rows = held_rows
-        self.held = 0
-        self.waiting: dict[int, ColumnBuffer] = {}  # part -> its rows so far, as columns
+        self.parts = PartColumns(schema.names, self._flush, flush_rows, held_rows)  # rows waiting, per part
         self.writers: dict[int, tuple] = {}  # part -> (sink, IPC writer)
         self.counts: dict[int, int] = {}
 
     def add(self, part: int, row: tuple) -> None:
-        """`row`: its values in schema order."""
-        waiting = self.waiting.get(part)
-        if waiting is None:
-            waiting = self.waiting[part] = ColumnBuffer(self.schema.names)
-        waiting.add_values(row)
-        self.held += 1
-        if waiting.size >= self.flush_rows:
-            self._flush(part)
-        elif self.held_rows is not None and self.held >= self.held_rows:
-            for each in self.waiting:
-                self._flush(each)
+        """`row`: its values in schema order (a compiled caller adds to `parts` directly)."""
+        self.parts.add(part, row)
 
     def _flush(self, part: int) -> None:
-        waiting = self.waiting[part]
-        if not waiting.size:
+        if not self.parts.rows(part):
             return
-        self.held -= waiting.size
         batch = pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
-                                            for column, field in zip(waiting.take(), self.schema)], schema=self.schema)
+                                            for column, field in zip(self.parts.take(part), self.schema)],
+                                           schema=self.schema)
         if part not in self.writers:
             path = self.path_of(part)
             self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
@@ -58,7 +45,7 @@ class StagedFiles:
 
     def close(self) -> dict[int, int]:
         """Write what is left and close every file; rows written per part."""
-        for part in list(self.waiting):
+        for part in list(self.parts.buffers):
             self._flush(part)
         for sink, writer in self.writers.values():
             writer.close()

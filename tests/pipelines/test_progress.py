@@ -48,7 +48,7 @@ def long_capture(path, copies: int) -> None:
 
 
 def test_reading_reports_as_it_goes_not_only_at_the_end(tmp_path):
-    from pipelines.stages.read import REPORT_EVERY
+    from amqp_decode.bucketing import REPORT_EVERY
     path = tmp_path / "long.pcap"
     long_capture(path, 200)
     recorder = Recorder()

@@ -13,7 +13,8 @@ from amqp_decode.decoder import CaptureDecoder
 from amqp_decode.settings import Settings
 from pipelines.inputs import canonical_uri
 from pipelines.stages.decode import decode_bucket
-from pipelines.stages.read import bucket_of, read_unit, staged_path
+from amqp_decode.bucketing import bucket_of
+from pipelines.stages.read import read_unit, staged_path
 from tests.analytics.tabulated import canonical, tabulate
 from tests.capture.conftest import SAMPLES
 
@@ -24,7 +25,7 @@ def test_a_connection_has_one_bucket_from_either_side_in_every_process():
     # not Python's salted hash(): another process with another hash seed agrees
     import subprocess
     import sys
-    probe = ("import socket; from pipelines.stages.read import bucket_of; "
+    probe = ("import socket; from amqp_decode.bucketing import bucket_of; "
              "print(bucket_of(socket.inet_aton('10.0.0.1'), 40000, socket.inet_aton('10.0.0.2'), 5672, 1 << 30))")
     others = {subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                              env={"PYTHONHASHSEED": seed}).stdout.strip() for seed in ("1", "2")}
@@ -173,7 +174,7 @@ def test_rows_staged_in_many_parts_are_held_within_one_budget(tmp_path):
     for n in range(rows):
         part = n * 7919 % parts
         files.add(part, (part, n))
-        most = max(most, sum(buffer.size for buffer in files.waiting.values()))
+        most = max(most, sum(files.parts.rows(each) for each in files.parts.buffers))
     written = files.close()
     assert most < 1000
     for part in range(parts):

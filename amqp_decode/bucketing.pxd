@@ -1,0 +1,23 @@
+# Types for the compiled build of bucketing.py (Cython pure Python mode): the .py is the source.
+cimport cython
+from amqp_decode.columns cimport PartColumns
+from amqp_decode.packets cimport PacketParser, Segment
+from amqp_decode.stream_index cimport RangeStreams
+
+
+cpdef long bucket_of(bytes src, int sport, bytes dst, int dport, long buckets)
+
+
+cdef class SegmentBuckets:
+    cdef public long buckets
+    cdef public PartColumns parts
+    cdef public PacketParser parser
+    cdef public RangeStreams streams
+    cdef public dict keys
+    cdef public dict spans
+    cdef public long long records
+
+    @cython.locals(parser=PacketParser, streams=RangeStreams, parts=PartColumns, keys=dict, spans=dict,
+                   count=cython.longlong, read=cython.longlong, ts_ns=cython.longlong, link_type=cython.int,
+                   data=bytes, segment=Segment, stream=cython.longlong, bucket=cython.long, span=list)
+    cpdef read(self, object records, object report=*)

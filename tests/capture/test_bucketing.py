@@ -1,0 +1,92 @@
+"""A capture range's segments sorted into connection buckets (amqp_decode.bucketing): every TCP
+packet of every sample, in its connection's bucket, in capture order, with the row the packet
+parser and the stream numbering give it one by one; what was read is reported even when reading
+fails part-way. Run compiled and interpreted (the reference) alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from amqp_decode.bucketing import REPORT_EVERY, SEGMENT_COLUMNS, SegmentBuckets, bucket_of
+from amqp_decode.capture import CaptureInfo, read_records
+from amqp_decode.columns import PartColumns
+from amqp_decode.packets import PacketParser
+from amqp_decode.stream_index import RangeStreams
+from tests.capture.captures import ALL_SAMPLES, sample_id
+
+BUCKETS = 3
+
+
+def _sorted(path, flush_rows: int = 64, held_rows: int | None = None):
+    """{bucket: rows} as SegmentBuckets leaves them (written whenever a part is full), the sorter,
+    and its progress reports."""
+    out: dict[int, list[tuple]] = {}
+    parts = PartColumns(SEGMENT_COLUMNS, lambda part: out.setdefault(part, []).extend(zip(*parts.take(part))),
+                        flush_rows, held_rows)
+    sorter, reports = SegmentBuckets(BUCKETS, parts), []
+    sorter.read(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)),
+                lambda read, packets: reports.append((read, packets)))
+    for part in list(parts.buffers):
+        out.setdefault(part, []).extend(zip(*parts.take(part)))
+    return out, sorter, reports
+
+
+@pytest.mark.parametrize("path", ALL_SAMPLES, ids=sample_id)
+def test_every_segment_is_in_its_connections_bucket_as_the_parser_reads_it(path):
+    parser, streams, want, spans = PacketParser(), RangeStreams(), {}, {}
+    records = list(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)))
+    for index, (ts_ns, link_type, data) in enumerate(records):
+        s = parser.parse(ts_ns, link_type, data)
+        if s is None:
+            continue
+        stream = streams.segment(s.src, s.sport, s.dst, s.dport, s.flags, s.seq, ts_ns)
+        bucket = bucket_of(s.src, s.sport, s.dst, s.dport, BUCKETS)
+        want.setdefault(bucket, []).append((ts_ns, index, stream, s.src, s.sport, s.dst, s.dport, s.seq, s.ack,
+                                            s.flags, s.payload))
+        span = spans.setdefault(bucket, [ts_ns, ts_ns])
+        span[:] = [min(span[0], ts_ns), max(span[1], ts_ns)]
+    got, sorter, reports = _sorted(path)
+    assert got == want and sum(map(len, got.values())) > 0
+    assert sorter.spans == spans
+    assert sorter.records == len(records) and sorter.streams.count == streams.count
+    assert sorter.parser.skipped == parser.skipped
+    assert sum(packets for _, packets in reports) == len(records)
+    assert sum(read for read, _ in reports) == sum(len(data) + 16 for _, _, data in records)
+
+
+def test_rows_are_the_same_whatever_the_buffers_and_budget():
+    path = next(p for p in ALL_SAMPLES if p.name == "concurrent.pcap")
+    assert _sorted(path, flush_rows=1)[0] == _sorted(path, flush_rows=10_000)[0] == \
+        _sorted(path, flush_rows=50, held_rows=7)[0]
+
+
+def test_what_was_read_before_a_failure_is_kept_and_reported():
+    path = next(p for p in ALL_SAMPLES if p.name == "long_connection.pcap.gz")
+    records = list(read_records(str(path), CaptureInfo(str(path), path.stat().st_size))) * 4  # packets again
+    assert len(records) > REPORT_EVERY + 10  # a report comes mid-way, then the rest at the failure
+
+    def failing():
+        yield from records[:REPORT_EVERY + 10]
+        raise OSError("the disk went away")
+    kept: dict[int, int] = {}
+    parts = PartColumns(SEGMENT_COLUMNS, lambda part: None, 1 << 30)
+    sorter, reports = SegmentBuckets(BUCKETS, parts), []
+    with pytest.raises(OSError):
+        sorter.read(failing(), lambda read, packets: reports.append(packets))
+    for part in parts.buffers:
+        kept[part] = parts.rows(part)
+    assert sorter.records == REPORT_EVERY + 10 and reports == [REPORT_EVERY, 10]
+    assert sum(kept.values()) == parts.held > 0
+
+
+def test_a_budget_across_parts_empties_every_part():
+    """PartColumns: a part is handed on when it is full, every part when together they hold the budget."""
+    handed: list[tuple[int, int]] = []
+    parts = PartColumns(("n",), lambda part: handed.append((part, len(parts.take(part)[0]))), 4, held_rows=6)
+    for n in range(3):
+        parts.add(0, (n,))
+        parts.add(1, (n,))
+    assert handed == [(0, 3), (1, 3)] and parts.held == 0  # the budget: both parts, at 6 rows
+    for n in range(4):
+        parts.add(2, (n,))
+    assert handed[-1] == (2, 4) and parts.held == 0  # the part alone, at 4 rows
