@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from amqp_decode.bucketing import bucket_of
 from amqp_decode.settings import Settings
 from amqp_decode.state import SavedState
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
-from amqp_decode.bucketing import bucket_of
 from pipelines.tablefiles import filesystem_of, stats
 
 STATE_COLUMNS = ["sensor", "tuple_key", "connection", "last_ts_ns", "source", "state"]

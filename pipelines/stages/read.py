@@ -2,9 +2,10 @@
 
 A unit is a whole capture file or, for a big uncompressed one, a byte range of it (several tasks
 read one file). Each record's link/IP/TCP headers are parsed; the segment goes to the bucket of its
-connection (a stable hash of the 4-tuple, the same from either direction; amqp_decode.bucketing,
-compiled, does all of that), into an Arrow IPC file per (unit, bucket) in capture order. The decode stage then reads, for its bucket, every unit's
-file: all segments of its connections, from every file of the run, and nothing else. What reading
+connection (a stable hash of the 4-tuple, the same from either direction), into an Arrow IPC file
+per (unit, bucket) in capture order: the per-packet work is one compiled loop
+(amqp_decode.bucketing). The decode stage then reads, for its bucket, every unit's file: all
+segments of its connections, from every file of the run, and nothing else. What reading
 found (records, link types, damage) comes back as the unit's facts, and its local TCP streams are
 staged beside its segments: from both the driver numbers records and TCP streams as Wireshark does
 in each file (pipelines.stages.numbering).
@@ -17,7 +18,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from amqp_decode.bucketing import SEGMENT_COLUMNS, SegmentBuckets
+from amqp_decode.bucketing import SegmentBuckets
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
 from amqp_decode.gc_policy import fewer_collections
 from pipelines.inputs import fingerprint, open_input
@@ -26,13 +27,13 @@ from pipelines.stages.numbering import stage_streams
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
 
+# The rows amqp_decode.bucketing makes (its SEGMENT_COLUMNS; a test keeps the two equal)
 SEGMENTS = pa.schema([
     ("ts_ns", pa.int64()), ("record", pa.int64()),  # record: index of the packet record in its unit
     ("stream", pa.int32()),  # the unit's local TCP stream (amqp_decode.stream_index)
     ("src", pa.binary()), ("sport", pa.int32()), ("dst", pa.binary()), ("dport", pa.int32()),
     ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
 ])
-assert tuple(SEGMENTS.names) == SEGMENT_COLUMNS  # the rows amqp_decode.bucketing makes
 UNIT_FIELDS = ("unit", "file_index", "uri", "start", "end", "size")  # pipelines.plan.Unit, as a tuple
 FLUSH_ROWS = 8192
 

@@ -9,12 +9,12 @@ from collections import defaultdict
 
 import pyarrow as pa
 
+from amqp_decode.bucketing import SEGMENT_COLUMNS, bucket_of
 from amqp_decode.decoder import CaptureDecoder
 from amqp_decode.settings import Settings
 from pipelines.inputs import canonical_uri
 from pipelines.stages.decode import decode_bucket
-from amqp_decode.bucketing import bucket_of
-from pipelines.stages.read import read_unit, staged_path
+from pipelines.stages.read import SEGMENTS, read_unit, staged_path
 from tests.analytics.tabulated import canonical, tabulate
 from tests.capture.conftest import SAMPLES
 
@@ -31,6 +31,10 @@ def test_a_connection_has_one_bucket_from_either_side_in_every_process():
                              env={"PYTHONHASHSEED": seed}).stdout.strip() for seed in ("1", "2")}
     assert others == {str(bucket_of(a, 40000, b, 5672, 1 << 30))}
     assert len({bucket_of(a, port, b, 5672, 4) for port in range(40000, 40100)}) == 4
+
+
+def test_the_staged_schema_holds_the_rows_bucketing_makes():
+    assert tuple(SEGMENTS.names) == SEGMENT_COLUMNS
 
 
 def unit(path, index=0):
