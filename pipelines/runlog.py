@@ -21,8 +21,8 @@ removed (never a restore, which would also undo other runs' commits since).
 Concurrent runs: each table commit declares a Delta application transaction per capture it
 replaces (`amqpcap:<hash of the capture>`). Two runs replacing the same capture at once cannot both
 commit on the same table version: the later one fails and is retried against the table as it now
-is (its removes recomputed), so exactly one copy of a capture's rows remains, whichever finished
-last. Runs over different captures do not conflict. No lock file exists that a killed run could
+is (its removes recomputed; delta-rs's own retry, which would rebase it unchanged, is off), so
+exactly one copy of a capture's rows remains, whichever finished last. Runs over different captures do not conflict. No lock file exists that a killed run could
 leave behind.
 
 Fault injection (tests): AMQPCAP_FAULT=commit:N kills the process with SIGKILL at step N of the
@@ -116,7 +116,10 @@ def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] |
     claimed = sorted(set(replaced) | {source for _, source in superseded}) if replaced is not None else None
     claims = [Transaction(capture_claim(c), int(since_ms), int(since_ms)) for c in claimed] \
         if claimed is not None else [Transaction(f"amqpcap:rebuild:{table.name}", int(since_ms), int(since_ms))]
-    properties = CommitProperties(custom_metadata={RUN_TAG: run_id}, app_transactions=claims)
+    # No retry inside delta-rs: it would rebase the commit onto a concurrent run's (a creation onto
+    # a creation, an append that removes nothing onto another), which leaves both runs' rows of a
+    # capture. Here a commit that lost the race is computed again from the table as it now is.
+    properties = CommitProperties(custom_metadata={RUN_TAG: run_id}, app_transactions=claims, max_commit_retries=0)
     for attempt in range(ATTEMPTS):
         done = committed_version(uri, run_id, since_ms)
         if done is not None:
