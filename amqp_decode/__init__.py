@@ -12,7 +12,7 @@ HOT_MODULES = ("packets", "tcp", "frames", "stream", "codec", "fields", "fieldta
                "capture.pcap", "capture.pcapng", "capture.source", "capture.boundaries",
                "analytics.connection", "analytics.deliveries", "analytics.publishes", "analytics.rpc_calls",
                "analytics.channels", "analytics.heartbeats", "analytics.connections", "analytics.errors",
-               "analytics.flow_control", "analytics.common")
+               "analytics.flow_control", "analytics.common", "analytics.message_flows")
 
 if _os.environ.get("AMQPCAP_INTERPRETED"):  # the reference: run the .py files even where compiled ones exist
     import importlib.abc

@@ -11,7 +11,8 @@ empty.
 
 This module is the rule, Spark-free: `flows(sides)` takes one key's publishes and deliveries (rows
 of the `publishes` and `deliveries` tables, sorted by `side_order`) and yields `message_flows`
-rows. The job runs it per key over the run's publishes and deliveries (pipelines.stages.flows).
+rows; `keyed_flows` runs it over many keys' sides sorted by key, as the job's message_flows tasks
+read them (pipelines.stages.flows). Compiled: a flows task is one row after another through here.
 """
 
 from __future__ import annotations
@@ -78,6 +79,20 @@ def flows(sides: Iterable[dict]) -> Iterator[dict]:
     for index, publish in enumerate(publishes):
         if index not in paired:
             yield _row(None, publish, None)
+
+
+def keyed_flows(sides: Iterable[dict]) -> Iterator[dict]:
+    """`message_flows` rows of many keys' sides, sorted by key and, within a key, in `side_order`:
+    each side a row with its `key`, `is_delivery` and the columns of both sides (a side's own
+    columns are taken from it)."""
+    current, group = None, []
+    for side in sides:
+        if side["key"] != current:
+            yield from flows(group)
+            current, group = side["key"], []
+        names = DELIVERY_COLUMNS if side["is_delivery"] else PUBLISH_COLUMNS
+        group.append({name: side[name] for name in names})
+    yield from flows(group)
 
 
 def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:

@@ -12,6 +12,7 @@ bounded by choosing the number of parts from the input's size (`flow_parts`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
 from typing import Iterator
@@ -20,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows
+from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, keyed_flows
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
@@ -98,15 +99,10 @@ def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch
         if sides is None:
             continue
         ordered = sides.take(pc.sort_indices(sides, sort_keys=SORT))
-        current, group = None, []
-        for start in range(0, ordered.num_rows, SLICE_ROWS):
-            for row in ordered.slice(start, SLICE_ROWS).to_pylist():
-                if row["key"] != current:
-                    _pair(group, writer)
-                    current, group = row["key"], []
-                names = DELIVERY_COLUMNS if row["is_delivery"] else PUBLISH_COLUMNS
-                group.append({name: row[name] for name in names})
-        _pair(group, writer)
+        rows = itertools.chain.from_iterable(ordered.slice(start, SLICE_ROWS).to_pylist()
+                                             for start in range(0, ordered.num_rows, SLICE_ROWS))
+        for row in keyed_flows(rows):
+            writer.add(MESSAGE_FLOWS, row)
     yield from writer.close()
 
 
@@ -123,8 +119,3 @@ def _read_part(staging: str, part: int) -> pa.Table | None:
             with filesystem.open_input_file(info.path) as source:
                 tables.append(pa.ipc.open_file(source).read_all())
     return pa.concat_tables(tables) if tables else None
-
-
-def _pair(group: list[dict], writer: TableFiles) -> None:
-    for row in flows(group):
-        writer.add(MESSAGE_FLOWS, row)

@@ -296,3 +296,24 @@ def test_message_flow_matching():
         ("B", "body", "pub", "c1", 4, 3.0),  # the redelivery: the copy its stream got last
         ("C", None, "pub", None, None, None), ("Z", None, None, "c1", 5, None),
     ], key=str)
+
+
+def test_keyed_flows_give_each_keys_flows_from_one_sorted_stream():
+    """The job's flows tasks read many keys' sides sorted by key, each side a row with both sides'
+    columns: keyed_flows gives what the rule gives key by key (every sample's publishes and
+    deliveries)."""
+    from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, keyed_flows
+    from tests.analytics.tabulated import message_flows, tabulated_folder
+    from tests.capture.conftest import SAMPLES
+    tables = tabulated_folder(str(SAMPLES))
+    publishes, deliveries = tables["publishes"], tables["deliveries"]
+    columns = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
+    sides = [{**{name: row.get(name) for name in columns}, "is_delivery": is_delivery, "key": flow_key(row)}
+             for rows, is_delivery in ((publishes, False), (deliveries, True)) for row in rows]
+    # by key, then time with a publish first on a tie (the job's sort; ties beyond keep their order)
+    sides.sort(key=lambda side: (side["key"], side["delivered_ns"] if side["is_delivery"] else side["published_ns"],
+                                 side["is_delivery"]))
+    got = list(keyed_flows(sides))
+    want = message_flows(publishes, deliveries)
+    assert len(got) == len(want) > 100
+    assert sorted(map(repr, got)) == sorted(map(repr, want))
