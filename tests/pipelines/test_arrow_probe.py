@@ -1,0 +1,56 @@
+"""Our worker tasks build Arrow from lists without importing pandas, and leave pandas working for
+anyone who wants it. Each case runs in a fresh interpreter: pytest's own has pandas imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from tests.capture.conftest import SAMPLES
+
+READ_A_SAMPLE = """
+import json, os, sys
+from pipelines.inputs import canonical_uri
+from pipelines.stages.read import UNIT_FIELDS, read_task, read_unit
+path, staging, probed = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+unit = {"unit": 0, "file_index": 0, "uri": canonical_uri(path), "start": 0, "end": None,
+        "size": os.path.getsize(path)}
+if probed:  # the task, as Spark calls it
+    [(_, staged, facts)] = read_task(iter([tuple(unit[f] for f in UNIT_FIELDS)]), staging, 3)
+else:  # the same work without the task's probe
+    staged, facts = read_unit(unit, staging, 3)
+after_read = "pandas" in sys.modules
+import pandas as pd
+import pyarrow as pa
+series = pd.Series([1, None], dtype="Int64")
+print(json.dumps({"segments": sum(staged.values()), "pandas_after_read": after_read,
+                  "to_pandas": pa.table({"a": [1, 2]}).to_pandas()["a"].tolist(),
+                  "from_pandas": pa.Array.from_pandas(series).to_pylist(),
+                  "from_pandas_type": str(pa.Array.from_pandas(series).type)}))
+"""
+
+
+def read_in_a_fresh_interpreter(tmp_path, probed: bool) -> dict:
+    staging = tmp_path / ("probed" if probed else "plain")
+    staging.mkdir()
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(READ_A_SAMPLE), str(SAMPLES / "concurrent.pcap"),
+                           str(staging), "1" if probed else "0"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()}, check=True)
+    return json.loads(done.stdout)
+
+
+def test_the_read_task_stages_its_segments_without_importing_pandas(tmp_path):
+    probed = read_in_a_fresh_interpreter(tmp_path, probed=True)
+    plain = read_in_a_fresh_interpreter(tmp_path, probed=False)
+    # the premise: without the probe, pyarrow imports pandas on the first list it converts
+    # (if this fails, pyarrow no longer does, and pipelines/arrow_probe.py can go)
+    assert plain["pandas_after_read"] is True
+    assert probed["pandas_after_read"] is False
+    assert probed["segments"] == plain["segments"] > 0
+    # and pandas, imported afterwards, still converts both ways
+    for result in (probed, plain):
+        assert result["to_pandas"] == [1, 2]
+        assert result["from_pandas"] == [1, None] and result["from_pandas_type"] == "int64"
