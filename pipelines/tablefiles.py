@@ -25,6 +25,12 @@ FILES_DDL = "table string, path string, size bigint, date string, rows bigint, c
 # A file is closed and the next begun after this many rows: a Parquet writer keeps every row group's
 # metadata until it closes, which would grow with a task's input
 FILE_ROWS = 1_000_000
+# Rows arrive in batches of a few thousand (Python lists cost ~10x their Arrow form), but a Parquet
+# row group per batch costs a third more CPU to write (a page, a compressor and statistics per column
+# each time) and makes larger files: batches are held as Arrow until a file's next row group has
+# GROUP_ROWS rows, or all the files' held batches GROUP_BYTES (then every file writes its own).
+GROUP_ROWS = 32_768
+GROUP_BYTES = 16 << 20
 
 
 def filesystem_of(root: str) -> tuple[pafs.FileSystem, str]:
@@ -69,7 +75,8 @@ class TableFiles:
         self.run_id = run_id
         self.tag = tag
         self.layouts: dict[str, _Layout] = {}
-        self.writers: dict[tuple[str, str], list] = {}  # (table, day) -> [writer, relative path, captures, rows]
+        self.writers: dict[tuple[str, str], _File] = {}
+        self.held_bytes = 0  # of the batches every file holds
         self.files: list[dict] = []  # the files closed so far
         self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows)
         # add(table, row): compiled, straight into the table's columns (every row a decode task makes
@@ -92,13 +99,21 @@ class TableFiles:
 
     def _close_file(self, key: tuple[str, str]) -> None:
         name, day = key
-        writer, relative, captures, _ = self.writers.pop(key)
-        writer.close()
-        path = f"{self.root}/{name}/{relative}"
-        metadata = pq.read_metadata(path, filesystem=self.filesystem)
-        self.files.append({"table": name, "path": relative, "size": self.filesystem.get_file_info(path).size,
-                           "date": day, "rows": metadata.num_rows, "captures": json.dumps(sorted(captures)),
+        file = self.writers.pop(key)
+        self._write_group(file)
+        file.writer.close()
+        path = f"{self.root}/{name}/{file.relative}"
+        # the footer the writer just wrote, without reading it back (a request per file on an object store)
+        metadata = getattr(file.writer.writer, "metadata", None) or pq.read_metadata(path, filesystem=self.filesystem)
+        self.files.append({"table": name, "path": file.relative, "size": self.filesystem.get_file_info(path).size,
+                           "date": day, "rows": metadata.num_rows, "captures": json.dumps(sorted(file.captures)),
                            "stats": json.dumps(stats(metadata))})
+
+    def _write_group(self, file: "_File") -> None:
+        if file.held:
+            file.writer.write_table(pa.Table.from_batches(file.held), row_group_size=file.held_rows)
+            self.held_bytes -= file.held_bytes
+            file.held, file.held_rows, file.held_bytes = [], 0, 0
 
     def _flush(self, name: str) -> None:
         layout = self.layouts[name]
@@ -112,26 +127,57 @@ class TableFiles:
         for date, part in _by_day(dates, batch):
             day = date.isoformat()
             key = (name, day)
-            if key not in self.writers:
+            file = self.writers.get(key)
+            if file is None:
                 relative = f"date={day}/part-{self.run_id[:8]}-{self.tag}{uuid.uuid4().hex[:12]}.parquet"
                 path = f"{self.root}/{name}/{relative}"
                 self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                self.writers[key] = [pq.ParquetWriter(path, part.schema, filesystem=self.filesystem,
-                                                      compression="zstd"), relative, set(), 0]
-            file = self.writers[key]
-            file[0].write_batch(part)
+                file = self.writers[key] = _File(_parquet_writer(path, part.schema, self.filesystem), relative)
             key_column = table.replace_key
             if key_column in part.schema.names:  # the distinct keys, in C++ rather than a loop over rows
-                file[2].update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
-            file[3] += part.num_rows
-            if file[3] >= self.file_rows:
+                file.captures.update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
+            file.held.append(part)
+            file.held_rows += part.num_rows
+            file.held_bytes += part.nbytes
+            self.held_bytes += part.nbytes
+            file.rows += part.num_rows
+            if file.rows >= self.file_rows:
                 self._close_file(key)
+            elif file.held_rows >= GROUP_ROWS:
+                self._write_group(file)
+            elif self.held_bytes >= GROUP_BYTES:
+                for each in self.writers.values():
+                    self._write_group(each)
 
     def _batch(self, layout: _Layout, columns: list[list], rows: int) -> pa.RecordBatch:
         run_id = pa.scalar(self.run_id, pa.string())
         arrays = [pa.repeat(run_id, rows) if i == layout.run_id_at else _array(column, field.type, rows)
                   for i, (column, field) in enumerate(zip(columns, layout.schema))]
         return pa.RecordBatch.from_arrays(arrays, schema=layout.schema)
+
+
+class _File:
+    """A Parquet file being written: its writer, path under the table, the captures its rows come
+    from, its rows, and the batches held for its next row group."""
+
+    __slots__ = ("writer", "relative", "captures", "rows", "held", "held_rows", "held_bytes")
+
+    def __init__(self, writer: pq.ParquetWriter, relative: str) -> None:
+        self.writer = writer
+        self.relative = relative
+        self.captures: set = set()
+        self.rows = 0
+        self.held: list[pa.RecordBatch] = []
+        self.held_rows = 0
+        self.held_bytes = 0
+
+
+def _parquet_writer(path: str, schema: pa.Schema, filesystem: pafs.FileSystem) -> pq.ParquetWriter:
+    """zstd; dictionary pages for the string columns only (names, exchanges, queues: few values,
+    many times). Numbers, times and bytes are mostly distinct: trying a dictionary on them cost a
+    fifth of the writing and made the files larger."""
+    strings = [field.name for field in schema if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)]
+    return pq.ParquetWriter(path, schema, filesystem=filesystem, compression="zstd", use_dictionary=strings)
 
 
 def _array(values: list, arrow_type: pa.DataType, rows: int) -> pa.Array:

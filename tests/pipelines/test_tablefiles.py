@@ -12,6 +12,7 @@ import pytest
 
 from amqp_decode.rows import RawRows
 from amqp_decode.tables import FRAMES
+from pipelines import tablefiles
 from pipelines.tablefiles import TableFiles, rows_to_batch
 from tests.capture.conftest import EXPECTED, decoded
 
@@ -87,3 +88,51 @@ def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
     assert pa.concat_tables(tables).equals(pa.Table.from_batches([expected]))
     for f, table in zip(files, tables):
         assert sorted(json.loads(f["captures"])) == sorted(set(table.column("source").to_pylist()))
+
+
+def _frames_of_one_day():
+    path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
+    builder = RawRows("run-1")
+    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
+    for seq, row in enumerate(rows):
+        row["connection_seq"] = seq
+        row["date"] = rows[0]["date"]
+    return rows
+
+
+@pytest.mark.parametrize("group_bytes, groups_of", [(1 << 30, 21), (1, 7)])
+def test_batches_are_held_as_arrow_until_a_row_group_is_big_enough(tmp_path, monkeypatch, group_bytes, groups_of):
+    """Batches of 7 rows, row groups of GROUP_ROWS (20: three batches make one), unless all the
+    held batches reach GROUP_BYTES first (1 byte: each batch is written as it comes)."""
+    monkeypatch.setattr(tablefiles, "GROUP_ROWS", 20)
+    monkeypatch.setattr(tablefiles, "GROUP_BYTES", group_bytes)
+    rows = _frames_of_one_day()
+    assert len(rows) > 3 * groups_of
+    writer = TableFiles(str(tmp_path), "run-1", batch_rows=7)
+    for row in rows:
+        writer.add(FRAMES, row)
+    [written] = writer.close()
+    assert writer.held_bytes == 0
+    metadata = pq.read_metadata(tmp_path / "frames" / written["path"])
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    assert sizes[:-1] == [groups_of] * (len(sizes) - 1) and 0 < sizes[-1] <= groups_of and sum(sizes) == len(rows)
+    expected = rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))
+    assert pq.read_table(tmp_path / "frames" / written["path"]).equals(pa.Table.from_batches([expected]))
+    # the statistics come from the footer the writer wrote: the same as the file's, read back
+    assert json.loads(written["stats"]) == tablefiles.stats(metadata) and written["rows"] == len(rows)
+
+
+def test_only_string_columns_are_dictionary_encoded(tmp_path):
+    writer = TableFiles(str(tmp_path), "run-1")
+    for row in _frames_of_one_day():
+        writer.add(FRAMES, row)
+    [written] = writer.close()
+    group = pq.read_metadata(tmp_path / "frames" / written["path"]).row_group(0)
+    encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+    schema = FRAMES.arrow(("date",))
+    strings = {f.name for f in schema if pa.types.is_string(f.type)}
+    assert {"method", "run_id"} <= strings
+    for name in strings:
+        assert "RLE_DICTIONARY" in encodings[name] or "PLAIN_DICTIONARY" in encodings[name], name
+    for name in ("ts_ns", "connection_seq"):
+        assert not {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & set(encodings[name]), name
