@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import sys
+import threading
 from importlib import resources
 
 from amqp_decode.settings import Settings
@@ -95,10 +96,19 @@ class OnDemandSession:
         return getattr(self.session, name)
 
     def stop(self) -> None:
-        if self._session is not None:
-            self._session.stop()
-        else:
-            self.sparkContext.stop()
+        context = self.sparkContext
+        # PySpark's accumulator server stops only when its connection's handler next wakes from a
+        # one-second poll: SparkContext.stop waited ~0.6 s for it at the end of every run. It is
+        # taken from the context, which then stops everything else, and shut down beside, in a
+        # thread of its own that is not waited for (it closes the socket within a second).
+        server = getattr(context, "_accumulatorServer", None)
+        if server is not None:
+            context._accumulatorServer = None
+        try:
+            (self._session if self._session is not None else context).stop()
+        finally:
+            if server is not None:
+                threading.Thread(target=server.shutdown, name="accumulator-server-stop", daemon=True).start()
 
 
 # Lines the JVM itself prints at every start (not through log4j): noise for a user.
@@ -110,7 +120,6 @@ def _start_quiet_jvm(builder):
     """Launch the JVM with its stderr through a filter that drops JVM_NOISE (everything else, a
     real error, still reaches the console), then create the SparkContext on it (returned)."""
     import subprocess
-    import threading
 
     from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway

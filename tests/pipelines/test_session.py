@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,45 @@ def test_stopping_an_unused_session_stops_the_context():
     assert context.stopped and builder.made == []
 
 
+class _AccumulatorServer:
+    """Like PySpark's: shutdown() returns only when its handler next wakes (here: when let go)."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.let_go = threading.Event()
+        self.thread: str | None = None
+
+    def shutdown(self) -> None:
+        self.thread = threading.current_thread().name
+        self.asked.set()
+        self.let_go.wait(30)
+
+
+class _ContextWithServer(_Context):
+    def __init__(self) -> None:
+        self._accumulatorServer = self.server = _AccumulatorServer()
+        self.server_at_stop = "unset"
+
+    def stop(self) -> None:
+        self.server_at_stop = self._accumulatorServer  # what PySpark's stop would wait for
+        self.stopped = True
+
+
+@pytest.mark.parametrize("with_sql", [False, True])
+def test_stopping_does_not_wait_for_the_accumulator_server(with_sql):
+    builder, context = _Builder(), _ContextWithServer()
+    spark = OnDemandSession(builder, context)
+    if with_sql:
+        assert spark.version == "4.x"
+    spark.stop()  # returns although the server's shutdown has not
+    if with_sql:  # the session stops its context (PySpark's does), with the server gone from it
+        assert builder.made[0].stopped and context._accumulatorServer is None
+    else:
+        assert context.stopped and context.server_at_stop is None
+    assert context.server.asked.wait(10) and context.server.thread == "accumulator-server-stop"
+    context.server.let_go.set()
+
+
 @pytest.mark.slow
 def test_a_real_job_needs_no_sql_session_until_asked(tmp_path):
     """In a fresh process (this one has the tests' shared session): RDD work runs on the context
@@ -75,7 +115,13 @@ def test_a_real_job_needs_no_sql_session_until_asked(tmp_path):
         assert not sessions.getDefaultSession().isDefined()
         assert spark.createDataFrame([(1, "a")], "n int, s string").count() == 1
         assert sessions.getDefaultSession().isDefined() and spark.sparkContext is context
+        server = context._accumulatorServer
         spark.stop()
+        # the accumulator server, shut down beside the stop, closes its socket on its own
+        import threading
+        [stopping] = [t for t in threading.enumerate() if t.name == "accumulator-server-stop"]
+        stopping.join(10)
+        assert not stopping.is_alive() and server.server_shutdown and server.socket.fileno() == -1
         print("ok")
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
