@@ -15,14 +15,22 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# The packages whose __init__.py declares HOT_MODULES: the modules compiled.
+HOT_PACKAGES = ("amqp_decode", "amqpcap/decodeview")
+
+
 def hot_modules() -> list[str]:
-    """amqp_decode.HOT_MODULES, read without importing the package (one declaration)."""
-    with open(os.path.join(HERE, "amqp_decode", "__init__.py")) as f:
-        tree = ast.parse(f.read())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "HOT_MODULES":
-            return [f"amqp_decode/{name.replace('.', '/')}.py" for name in ast.literal_eval(node.value)]
-    raise RuntimeError("amqp_decode/__init__.py declares no HOT_MODULES")
+    """Each package's HOT_MODULES, read without importing the package (one declaration each)."""
+    files = []
+    for package in HOT_PACKAGES:
+        with open(os.path.join(HERE, package, "__init__.py")) as f:
+            tree = ast.parse(f.read())
+        declared = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                    and getattr(node.targets[0], "id", None) == "HOT_MODULES"]
+        if not declared:
+            raise RuntimeError(f"{package}/__init__.py declares no HOT_MODULES")
+        files += [f"{package}/{name.replace('.', '/')}.py" for name in ast.literal_eval(declared[0])]
+    return files
 
 
 def say(message: str) -> None:

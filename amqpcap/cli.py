@@ -70,7 +70,9 @@ def parser() -> argparse.ArgumentParser:
 
 def version_text() -> str:
     import amqp_decode
-    return f"amqpcap {__version__} (decoder {amqp_decode.build()}; Python {sys.version.split()[0]})"
+    from amqpcap import decodeview
+    return (f"amqpcap {__version__} (decoder {amqp_decode.build()}, decode views {decodeview.build()}; "
+            f"Python {sys.version.split()[0]})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """The compiled build against its reference: every sample and crafted capture decoded by the
-installed build and by the interpreted modules (AMQPCAP_INTERPRETED=1, the same .py files) gives
+installed build (the decoder's and the decode views' compiled modules) and by the interpreted modules (AMQPCAP_INTERPRETED=1, the same .py files) gives
 byte-identical JSON Lines, readable output and statistics."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import amqp_decode
+from amqpcap import decodeview
 from tests.capture.conftest import EXPECTED, capture_for
 from tests.conftest import ROOT, SHARED
 
@@ -25,7 +26,8 @@ def decode(paths, *options, interpreted: bool) -> bytes:
     return result.stdout
 
 
-@pytest.mark.skipif(amqp_decode.build() != "compiled", reason="no compiled build installed (no C compiler)")
+@pytest.mark.skipif(amqp_decode.build() != "compiled" or decodeview.build() != "compiled",
+                    reason="no compiled build installed (no C compiler)")
 @pytest.mark.parametrize("options", [["--jsonl", "--bodies"], [], ["--stats", "--json"]], ids=["jsonl", "text", "stats"])
 def test_compiled_equals_interpreted(options):
     """All captures in one run each way (each has its own addresses and times: they decode as they
@@ -37,7 +39,7 @@ def test_compiled_equals_interpreted(options):
 
 
 def test_the_interpreted_switch_reaches_every_hot_module():
-    code = "import amqp_decode; print(amqp_decode.build())"
+    code = "import amqp_decode; from amqpcap import decodeview; print(amqp_decode.build(), decodeview.build())"
     env = {**os.environ, "AMQPCAP_INTERPRETED": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT).stdout
-    assert out.strip() == "interpreted"
+    assert out.split() == ["interpreted", "interpreted"]
