@@ -35,6 +35,7 @@ from pipelines.stages.decode import decode_bucket  # noqa: E402
 from pipelines.stages.flows import flow_parts, flows_task  # noqa: E402
 from pipelines.stages.numbering import number_units  # noqa: E402
 from pipelines.stages.read import read_unit  # noqa: E402
+from pipelines.worker import prepare_worker  # noqa: E402
 
 
 class _MallInfo2(ctypes.Structure):
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = sorted(p for p in args.captures.glob("*.pcap*")) if args.captures.is_dir() else [args.captures]
     if not paths:
         parser.error(f"no captures in {args.captures}")
+    prepare_worker()  # as the job's tasks do first in a worker
     settings = Settings()
     inputs = [InputFile(canonical_uri(str(p)), p.stat().st_size) for p in paths]
     units = plan_units(inputs, settings.job.split_bytes)

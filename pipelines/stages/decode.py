@@ -26,7 +26,7 @@ from amqp_decode.gc_policy import fewer_collections
 from amqp_decode.packets import Segment, segments_from_columns
 from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
-from pipelines.arrow_probe import answer_without_pandas
+from pipelines.worker import prepare_worker
 from pipelines.carryover import staged_states
 from pipelines.progress import TaskProgress
 from pipelines.stages.flows import FlowSides
@@ -38,7 +38,7 @@ from pipelines.tablefiles import TableFiles, filesystem_of
 def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,
                 run_id: str, root: str, context_json: str, flow_parts: int) -> Iterator[dict]:
     """(bucket, files JSON, numbers JSON) -> the table files written (FILES_DDL dicts)."""
-    answer_without_pandas()
+    prepare_worker()
     settings = Settings.from_json(settings_json)
     context = json.loads(context_json)
     for bucket, files, numbers in buckets:

@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 
 from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, keyed_flows
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
-from pipelines.arrow_probe import answer_without_pandas
+from pipelines.worker import prepare_worker
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
 
@@ -94,7 +94,7 @@ class FlowSides:
 
 def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch_rows: int) -> Iterator[dict]:
     """message_flows of some parts of the key space -> the files written (FILES_DDL dicts)."""
-    answer_without_pandas()
+    prepare_worker()
     writer = TableFiles(root, run_id, tag="flows-", batch_rows=batch_rows)
     for part in parts:
         sides = _read_part(staging, part)

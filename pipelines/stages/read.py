@@ -21,7 +21,7 @@ import pyarrow as pa
 from amqp_decode.bucketing import SegmentBuckets
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
 from amqp_decode.gc_policy import fewer_collections
-from pipelines.arrow_probe import answer_without_pandas
+from pipelines.worker import prepare_worker
 from pipelines.inputs import fingerprint, open_input
 from pipelines.progress import TaskProgress
 from pipelines.stages.numbering import stage_streams
@@ -45,7 +45,7 @@ def staged_path(staging: str, unit: int, bucket: int) -> str:
 
 def read_task(units: Iterator[tuple], staging: str, buckets: int) -> Iterator[tuple[int, dict, dict]]:
     """Units (UNIT_FIELDS tuples) -> (unit, {bucket: segments staged}, facts)."""
-    answer_without_pandas()
+    prepare_worker()
     for values in units:
         unit = dict(zip(UNIT_FIELDS, values))
         progress = TaskProgress(staging, f"read-{unit['unit']}")

@@ -1,5 +1,7 @@
-"""Our worker tasks build Arrow from lists without importing pandas, and leave pandas working for
-anyone who wants it. Each case runs in a fresh interpreter: pytest's own has pandas imported."""
+"""What our tasks set up in their worker process (pipelines.worker): Arrow built from lists without
+importing pandas, pandas still working for anyone who wants it, Arrow's buffers from the system
+allocator and glibc's trim threshold fixed. Each case runs in a fresh interpreter: pytest's own has
+pandas imported."""
 
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ else:  # the same work without the task's probe
 after_read = "pandas" in sys.modules
 import pandas as pd
 import pyarrow as pa
+pool = pa.default_memory_pool().backend_name
 series = pd.Series([1, None], dtype="Int64")
-print(json.dumps({"segments": sum(staged.values()), "pandas_after_read": after_read,
+print(json.dumps({"segments": sum(staged.values()), "pandas_after_read": after_read, "pool": pool,
                   "to_pandas": pa.table({"a": [1, 2]}).to_pandas()["a"].tolist(),
                   "from_pandas": pa.Array.from_pandas(series).to_pylist(),
                   "from_pandas_type": str(pa.Array.from_pandas(series).type)}))
@@ -46,11 +49,22 @@ def test_the_read_task_stages_its_segments_without_importing_pandas(tmp_path):
     probed = read_in_a_fresh_interpreter(tmp_path, probed=True)
     plain = read_in_a_fresh_interpreter(tmp_path, probed=False)
     # the premise: without the probe, pyarrow imports pandas on the first list it converts
-    # (if this fails, pyarrow no longer does, and pipelines/arrow_probe.py can go)
+    # (if this fails, pyarrow no longer does, and answer_without_pandas can go)
     assert plain["pandas_after_read"] is True
     assert probed["pandas_after_read"] is False
     assert probed["segments"] == plain["segments"] > 0
+    assert probed["pool"] == "system" and plain["pool"] != "system"
     # and pandas, imported afterwards, still converts both ways
     for result in (probed, plain):
         assert result["to_pandas"] == [1, 2]
         assert result["from_pandas"] == [1, None] and result["from_pandas_type"] == "int64"
+
+
+def test_glibc_takes_the_trim_threshold():
+    import platform
+
+    from pipelines.worker import give_back_freed_memory
+    if platform.libc_ver()[0] != "glibc":
+        assert give_back_freed_memory() is False
+    else:
+        assert give_back_freed_memory() is True
