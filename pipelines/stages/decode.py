@@ -87,7 +87,21 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
                                  "saved_by": resumed.saved_by, "source": resumed.capture})
     if sides is not None:
         sides.close()
-    return writer.close()
+    written = writer.close()
+    # Only this task reads its bucket's segments: they go now, not with the whole staging at the
+    # end of the run (deleting a 10 GB night's segments took 2.4 s there, with both cores idle).
+    # Not before the task has succeeded: a failed one is run again, on the same segments.
+    for _, units, *_ in files:
+        for unit in units:
+            _delete(filesystem, staged_path(base, unit, bucket))
+    return written
+
+
+def _delete(filesystem, path: str) -> None:
+    try:
+        filesystem.delete_file(path)
+    except (FileNotFoundError, OSError):  # (a unit that staged nothing of this bucket has no file)
+        pass
 
 
 def _overlapping(files: list[list]) -> list[list[list]]:

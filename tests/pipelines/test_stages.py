@@ -4,6 +4,7 @@ decoded into every table exactly as the library tabulates the same capture."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 from collections import defaultdict
 
@@ -69,9 +70,14 @@ def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
     staged, facts = read_unit(unit(path), str(staging), buckets=3)
     numbers = {"bases": number_units([Unit(**unit(path))], {0: (staged, facts)}, str(staging))}
     files = []
+    assert len(staged) >= 2
     for bucket in staged:
+        others = {b for b in staged if b != bucket and os.path.exists(staged_path(str(staging), 0, b))}
         files += decode_bucket(bucket, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
                                numbers=numbers)
+        # a decoded bucket's segments are gone (no other task reads them); the others' are there
+        assert not os.path.exists(staged_path(str(staging), 0, bucket))
+        assert all(os.path.exists(staged_path(str(staging), 0, b)) for b in others)
     import pyarrow.parquet as pq
     expected = tabulate([canonical_uri(str(path)).removeprefix("file://")])
     for name in ("frames", "deliveries", "publishes", "connections", "channels"):
@@ -203,3 +209,29 @@ def test_files_are_merged_only_where_their_times_overlap():
     groups = _overlapping([*rotated, other, back, touching])
     assert [[f[0] for f in group] for group in groups] == [[0], [1, 4, 2, 5, 3, 6]]
     assert _overlapping([[0, [0]], [1, [1]]]) == [[[0, [0]], [1, [1]]]]  # spans not known: one merge
+
+
+def test_a_failed_decode_task_leaves_its_segments_for_the_next_attempt(tmp_path, monkeypatch):
+    import pytest
+
+    from pipelines.plan import Unit
+    from pipelines.stages.numbering import number_units
+    from pipelines.tablefiles import TableFiles
+    path = SAMPLES / "concurrent.pcap"
+    staging, root = tmp_path / "staging", tmp_path / "lake"
+    staging.mkdir()
+    staged, facts = read_unit(unit(path), str(staging), buckets=1)
+    numbers = {"bases": number_units([Unit(**unit(path))], {0: (staged, facts)}, str(staging))}
+
+    def failing(self):
+        raise OSError("disk full")
+    monkeypatch.setattr(TableFiles, "close", failing)
+    with pytest.raises(OSError):
+        decode_bucket(0, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
+                      numbers=numbers)
+    assert os.path.exists(staged_path(str(staging), 0, 0))
+    monkeypatch.undo()
+    files = decode_bucket(0, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
+                          numbers=numbers)
+    assert sum(f["rows"] for f in files if f["table"] == "frames") > 100
+    assert not os.path.exists(staged_path(str(staging), 0, 0))
