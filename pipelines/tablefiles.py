@@ -26,8 +26,8 @@ FILES_DDL = "table string, path string, size bigint, date string, rows bigint, c
 # metadata until it closes, which would grow with a task's input
 FILE_ROWS = 1_000_000
 # Rows arrive in batches of a few thousand (Python lists cost ~10x their Arrow form), but a Parquet
-# row group per batch costs a third more CPU to write (a page, a compressor and statistics per column
-# each time) and makes larger files: batches are held as Arrow until a file's next row group has
+# row group per batch took 1.4-2x the CPU to write (a page, a compressor and statistics per column
+# each time) and made larger files: batches are held as Arrow until a file's next row group has
 # GROUP_ROWS rows, or all the files' held batches GROUP_BYTES (then every file writes its own).
 GROUP_ROWS = 32_768
 GROUP_BYTES = 16 << 20
