@@ -22,8 +22,8 @@ Concurrent runs: each table commit declares a Delta application transaction per 
 replaces (`amqpcap:<hash of the capture>`). Two runs replacing the same capture at once cannot both
 commit on the same table version: the later one fails and is retried against the table as it now
 is (its removes recomputed; delta-rs's own retry, which would rebase it unchanged, is off), so
-exactly one copy of a capture's rows remains, whichever finished last. Runs over different captures do not conflict. No lock file exists that a killed run could
-leave behind.
+exactly one copy of a capture's rows remains, whichever finished last. Runs over different captures
+do not conflict. No lock file exists that a killed run could leave behind.
 
 Fault injection (tests): AMQPCAP_FAULT=commit:N kills the process with SIGKILL at step N of the
 sequence: 1 after the manifest, 2.. after each table commit, then after the runs row, after the

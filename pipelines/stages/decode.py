@@ -26,13 +26,13 @@ from amqp_decode.gc_policy import fewer_collections
 from amqp_decode.packets import Segment, segments_from_columns
 from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
-from pipelines.worker import prepare_worker
 from pipelines.carryover import staged_states
 from pipelines.progress import TaskProgress
 from pipelines.stages.flows import FlowSides
 from pipelines.stages.numbering import tcp_streams_of
 from pipelines.stages.read import staged_path
 from pipelines.tablefiles import TableFiles, filesystem_of
+from pipelines.worker import prepare_worker
 
 
 def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,

@@ -23,9 +23,9 @@ import pyarrow.fs as pafs
 
 from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, keyed_flows
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
-from pipelines.worker import prepare_worker
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
+from pipelines.worker import prepare_worker
 
 _COLUMNS = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
 _TYPES = {**{f.name: f.type for f in DELIVERIES.arrow()}, **{f.name: f.type for f in PUBLISHES.arrow()}}

@@ -21,12 +21,12 @@ import pyarrow as pa
 from amqp_decode.bucketing import SegmentBuckets
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
 from amqp_decode.gc_policy import fewer_collections
-from pipelines.worker import prepare_worker
 from pipelines.inputs import fingerprint, open_input
 from pipelines.progress import TaskProgress
 from pipelines.stages.numbering import stage_streams
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
+from pipelines.worker import prepare_worker
 
 # The rows amqp_decode.bucketing makes (its SEGMENT_COLUMNS; a test keeps the two equal)
 SEGMENTS = pa.schema([

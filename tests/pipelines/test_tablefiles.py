@@ -65,16 +65,22 @@ def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
     assert table.equals(pa.Table.from_batches([rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))]))
 
 
-def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
-    """A file is closed after `file_rows` rows and the next begun (a Parquet writer holds every
-    row group's metadata until it closes): together the files hold every row once, in order, each
-    with its own row count and captures."""
+def _frames_of_one_day():
     path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
     builder = RawRows("run-1")
     rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
     for seq, row in enumerate(rows):
         row["connection_seq"] = seq
         row["date"] = rows[0]["date"]
+    return rows
+
+
+def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
+    """A file is closed after `file_rows` rows and the next begun (a Parquet writer holds every
+    row group's metadata until it closes): together the files hold every row once, in order, each
+    with its own row count and captures."""
+    rows = _frames_of_one_day()
+    for seq, row in enumerate(rows):
         row["source"] = f"file:///night/{seq // 40}.pcap"  # frames are replaced by the file that made them
     assert len(rows) > 100
     writer = TableFiles(str(tmp_path), "run-1", batch_rows=7, file_rows=30)
@@ -88,16 +94,6 @@ def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
     assert pa.concat_tables(tables).equals(pa.Table.from_batches([expected]))
     for f, table in zip(files, tables):
         assert sorted(json.loads(f["captures"])) == sorted(set(table.column("source").to_pylist()))
-
-
-def _frames_of_one_day():
-    path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
-    builder = RawRows("run-1")
-    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
-    for seq, row in enumerate(rows):
-        row["connection_seq"] = seq
-        row["date"] = rows[0]["date"]
-    return rows
 
 
 @pytest.mark.parametrize("group_bytes, groups_of", [(1 << 30, 21), (1, 7)])
