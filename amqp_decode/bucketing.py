@@ -7,7 +7,8 @@ a stable hash of the 4-tuple, the same from either direction, in every process a
 one decode task later finds all of a connection's segments, from every file of the night, in its
 bucket and nothing else.
 
-    sorter = SegmentBuckets(buckets, parts)  # parts: amqp_decode.columns.PartColumns(SEGMENT_COLUMNS, ...)
+    sorter = SegmentBuckets(buckets, parts)  # parts: amqp_decode.columns.PartColumns(SEGMENT_COLUMNS, ...),
+                                            # each row's size its payload's
     sorter.read(records, report)  # records: (ts_ns, link type, bytes); report(bytes, packets) now and then
     sorter.spans  # {bucket: [earliest, latest] packet time}
 """
@@ -75,7 +76,8 @@ class SegmentBuckets:
                     elif ts_ns > span[1]:
                         span[1] = ts_ns
                     parts.add(bucket, (ts_ns, count - 1, stream, segment.src, segment.sport, segment.dst,
-                                       segment.dport, segment.seq, segment.ack, segment.flags, segment.payload))
+                                       segment.dport, segment.seq, segment.ack, segment.flags, segment.payload),
+                              len(segment.payload))
                 if count % REPORT_EVERY == 0 and report is not None:
                     report(read, REPORT_EVERY)
                     read = 0

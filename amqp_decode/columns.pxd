@@ -7,6 +7,7 @@ cdef class ColumnBuffer:
     cdef readonly tuple names
     cdef list columns
     cdef public Py_ssize_t size
+    cdef public Py_ssize_t bytes
 
     cpdef add(self, dict row)
     cpdef add_values(self, tuple values)
@@ -29,11 +30,15 @@ cdef class PartColumns:
     cdef object full
     cdef public Py_ssize_t flush_rows
     cdef public Py_ssize_t held_rows
+    cdef public Py_ssize_t held_bytes
     cdef public Py_ssize_t held
+    cdef public Py_ssize_t held_size
     cdef readonly dict buffers
 
     @cython.locals(buffer=ColumnBuffer)
-    cpdef add(self, long part, tuple values)
+    cpdef add(self, long part, tuple values, Py_ssize_t size=*)
+    @cython.locals(buffer=ColumnBuffer, most=Py_ssize_t, held=Py_ssize_t)
+    cdef long _biggest(self, bint by_bytes)
     @cython.locals(buffer=ColumnBuffer)
     cpdef Py_ssize_t rows(self, long part)
     @cython.locals(buffer=ColumnBuffer)

@@ -28,6 +28,7 @@ class ColumnBuffer:
         self.names = tuple(sys.intern(name) for name in names)
         self.columns = [[] for _ in self.names]
         self.size = 0
+        self.bytes = 0  # what a caller counts of the rows held (PartColumns: their payloads)
 
     def add(self, row: dict) -> None:
         names = self.names
@@ -60,6 +61,7 @@ class ColumnBuffer:
         columns = self.columns
         self.columns = [[] for _ in self.names]
         self.size = 0
+        self.bytes = 0
         return columns
 
 
@@ -98,33 +100,52 @@ class PartColumns:
     """Rows of numbered parts (the read stage's connection buckets, message_flows' key ranges),
     each part's gathered in its own ColumnBuffer, for a writer of one file per part.
 
-        parts = PartColumns(names, full, flush_rows=8192, held_rows=16_384)
-        parts.add(part, values)  # full(part) when that part holds flush_rows rows, and full(each
-                                 # part) when the parts together hold held_rows
+        parts = PartColumns(names, full, flush_rows=8192, held_rows=16_384, held_bytes=16 << 20)
+        parts.add(part, values, size)  # full(part) when that part holds flush_rows rows; when the
+                                       # parts together hold held_rows rows or held_bytes of `size`,
+                                       # full(the part holding the most)
         columns = parts.take(part)  # in full: the part's columns; the part starts over
 
-    The parts grow with the input, so a budget per part alone would not bound what a task holds.
+    The parts grow with the input (and the buckets with the cluster), so a budget per part alone
+    would not bound what a task holds; nor would rows alone, where a row is a packet of up to 64 KiB
+    (loopback). Over a budget the biggest part goes, so the parts' batches stay as large as the
+    budget allows.
     """
 
-    def __init__(self, names, full, flush_rows: int, held_rows: int | None = None) -> None:
+    def __init__(self, names, full, flush_rows: int, held_rows: int | None = None,
+                 held_bytes: int | None = None) -> None:
         self.names = tuple(names)
         self.full = full
         self.flush_rows = flush_rows
         self.held_rows = held_rows if held_rows is not None else -1
+        self.held_bytes = held_bytes if held_bytes is not None else -1
         self.held = 0
+        self.held_size = 0  # the `size` of the rows held, all parts
         self.buffers: dict = {}  # part -> ColumnBuffer
 
-    def add(self, part: int, values: tuple) -> None:
+    def add(self, part: int, values: tuple, size: int = 0) -> None:
         buffer = self.buffers.get(part)
         if buffer is None:
             buffer = self.buffers[part] = ColumnBuffer(self.names)
         buffer.add_values(values)
+        buffer.bytes += size
         self.held += 1
+        self.held_size += size
         if buffer.size >= self.flush_rows:
             self.full(part)
-        elif self.held_rows >= 0 and self.held >= self.held_rows:
-            for each in list(self.buffers):
-                self.full(each)
+        elif 0 <= self.held_rows <= self.held:
+            self.full(self._biggest(False))
+        elif 0 <= self.held_bytes <= self.held_size:
+            self.full(self._biggest(True))
+
+    def _biggest(self, by_bytes: bool) -> int:
+        """The part holding the most rows (or bytes)."""
+        most, chosen = -1, 0
+        for part, buffer in self.buffers.items():
+            held = buffer.bytes if by_bytes else buffer.size
+            if held > most:
+                most, chosen = held, part
+        return chosen
 
     def rows(self, part: int) -> int:
         buffer = self.buffers.get(part)
@@ -134,4 +155,5 @@ class PartColumns:
         """The part's rows so far, as columns (a list per name)."""
         buffer = self.buffers[part]
         self.held -= buffer.size
+        self.held_size -= buffer.bytes
         return buffer.take()

@@ -37,6 +37,9 @@ SEGMENTS = pa.schema([
 ])
 UNIT_FIELDS = ("unit", "file_index", "uri", "start", "end", "size")  # pipelines.plan.Unit, as a tuple
 FLUSH_ROWS = 8192
+# Payload bytes a task holds before writing, all buckets together: 8192 rows per bucket alone held
+# 56 MB of Python objects with 4 buckets (a loopback packet is up to 64 KiB), and more for more buckets.
+HELD_BYTES = 16 << 20
 
 
 def staged_path(staging: str, unit: int, bucket: int) -> str:
@@ -62,7 +65,8 @@ def read_unit(unit: dict, staging: str, buckets: int,
     uri, start, end = unit["uri"], unit["start"], unit["end"]
     info = CaptureInfo(uri, unit["size"])
     filesystem, root = filesystem_of(staging)
-    files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit["unit"], bucket), FLUSH_ROWS)
+    files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit["unit"], bucket), FLUSH_ROWS,
+                        held_bytes=HELD_BYTES)
     sorter = SegmentBuckets(buckets, files.parts)
     status, error = "ok", None
     report = (lambda read, packets: progress.add(bytes=read, packets=packets)) if progress is not None else None

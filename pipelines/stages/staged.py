@@ -15,13 +15,14 @@ from amqp_decode.columns import PartColumns
 
 class StagedFiles:
     def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
-                 flush_rows: int, held_rows: int | None = None) -> None:
+                 flush_rows: int, held_rows: int | None = None, held_bytes: int | None = None) -> None:
         """`path_of(part)`: the file a part's rows go to. A part's rows are written when it holds
-        `flush_rows`, and every part's when the parts together hold `held_rows`."""
+        `flush_rows`; when the parts together hold `held_rows` rows, or `held_bytes` of the sizes
+        given with the rows, the rows of the part holding the most (amqp_decode.columns.PartColumns)."""
         self.filesystem = filesystem
         self.schema = schema
         self.path_of = path_of
-        self.parts = PartColumns(schema.names, self._flush, flush_rows, held_rows)  # rows waiting, per part
+        self.parts = PartColumns(schema.names, self._flush, flush_rows, held_rows, held_bytes)  # rows waiting, per part
         self.writers: dict[int, tuple] = {}  # part -> (sink, IPC writer)
         self.counts: dict[int, int] = {}
 

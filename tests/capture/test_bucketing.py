@@ -79,14 +79,32 @@ def test_what_was_read_before_a_failure_is_kept_and_reported():
     assert sum(kept.values()) == parts.held > 0
 
 
-def test_a_budget_across_parts_empties_every_part():
-    """PartColumns: a part is handed on when it is full, every part when together they hold the budget."""
+def test_a_budget_across_parts_hands_on_the_biggest_part():
+    """PartColumns: a part is handed on when it is full; when the parts together hold the budget of
+    rows, the part holding the most."""
     handed: list[tuple[int, int]] = []
     parts = PartColumns(("n",), lambda part: handed.append((part, len(parts.take(part)[0]))), 4, held_rows=6)
     for n in range(3):
         parts.add(0, (n,))
         parts.add(1, (n,))
-    assert handed == [(0, 3), (1, 3)] and parts.held == 0  # the budget: both parts, at 6 rows
-    for n in range(4):
-        parts.add(2, (n,))
-    assert handed[-1] == (2, 4) and parts.held == 0  # the part alone, at 4 rows
+    parts.add(1, (3,))  # 1 now holds 4 rows: full by itself
+    assert handed == [(0, 3), (1, 4)] and parts.held == 0  # at 6 rows, 0 (3 rows, the first of the biggest)
+    for n in range(5):
+        parts.add(2 + n % 2, (n,))
+    parts.add(2, (5,))
+    assert handed[-1] == (2, 4) and parts.held == 2  # at 6 rows: 2 held 4 of them, 3 keeps its 2
+
+
+def test_a_budget_of_bytes_bounds_big_rows():
+    """The read stage's rows are packets of up to 64 KiB: a budget of their bytes, across parts,
+    hands on the part holding the most bytes, however few rows it holds."""
+    handed: list[tuple[int, int]] = []
+    parts = PartColumns(("payload",), lambda part: handed.append((part, len(parts.take(part)[0]))), 8192,
+                        held_bytes=100_000)
+    for n in range(40):
+        parts.add(n % 4, (b"x" * 1000,), 1000)  # 40 kB in 4 parts
+    parts.add(3, (b"x" * 65_000,), 65_000)  # 105 kB: over the budget
+    assert handed == [(3, 11)] and parts.held == 30 and parts.held_size == 30_000
+    parts.add(0, (b"",), 0)
+    assert len(handed) == 1  # rows of no size count for rows only
+

@@ -195,6 +195,29 @@ def test_rows_staged_in_many_parts_are_held_within_one_budget(tmp_path):
         assert set(table["part"].to_pylist()) == {part}
 
 
+def test_the_read_stage_holds_a_bounded_number_of_payload_bytes(tmp_path):
+    """However many buckets, a read task holds at most HELD_BYTES of payloads before writing them."""
+    import pyarrow.fs as pafs
+
+    from amqp_decode.bucketing import SegmentBuckets
+    from amqp_decode.capture import CaptureInfo, read_records
+    from pipelines.stages.staged import StagedFiles
+    path = SAMPLES / "long_connection.pcap.gz"
+    records = list(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)))
+    budget, most = 50_000, 0
+    files = StagedFiles(pafs.LocalFileSystem(), SEGMENTS, lambda part: f"{tmp_path}/b{part}.arrow", 8192,
+                        held_bytes=budget)
+    sorter = SegmentBuckets(16, files.parts)
+    for record in records:
+        sorter.read([record])
+        most = max(most, files.parts.held_size)
+    staged = files.close()
+    payloads = sum(len(p) for part in staged for p in pa.ipc.open_file(f"{tmp_path}/b{part}.arrow")
+                   .read_all()["payload"].to_pylist())
+    assert payloads > 10 * budget  # the capture holds many budgets' worth
+    assert most < budget + 65_536  # never more than the budget and the packet that crossed it
+
+
 def test_files_are_merged_only_where_their_times_overlap():
     """A decode task reads rotated files one after another (one batch of one file held at a time)
     and merges by time only the files whose segments overlap; a tie at a boundary merges."""
