@@ -6,8 +6,9 @@ another in this process, as a worker that Spark reuses runs its share of them.
 CAPTURES: a capture file or a folder of them (job_bench.py --keep leaves its inputs in
 DIR/<size>GB/{rotated,single.pcap}). Every read task, then every decode task, then every
 message_flows task, with the job's settings (unit size, buckets, flow parts for --cores); after
-each phase: the resident memory now and its peak so far (MB), glibc's heap (in use / free) and the
-Python objects the cyclic collector tracks. Nothing of Spark runs, so the job's other processes
+each phase: the resident memory now and its peak so far (MB), glibc's heap (in use / free), the
+Python objects the cyclic collector tracks, and the phase's time (wall, user, system) and minor
+page faults. Nothing of Spark runs, so the job's other processes
 are not measured here (bench/job_bench.py measures the driver, the JVM and the workers).
 
 Target (issue 10): the peaks do not grow with the input. Compare two sizes, e.g. 0.5 and 10 GB.
@@ -22,6 +23,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -53,12 +55,19 @@ def _heap() -> str:
     return f"glibc heap {info.uordblks >> 20} MB in use, {info.fordblks >> 20} MB free; "
 
 
+_last = [time.perf_counter(), 0.0, 0.0, 0]  # wall, user, system seconds and minor page faults at the last mark
+
+
 def mark(what: str) -> None:
     with open("/proc/self/statm") as statm:
         now = int(statm.read().split()[1]) * resource.getpagesize() >> 20
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
-    print(f"{what:22s} RSS {now:4d} MB, peak {peak:4d} MB; {_heap()}{len(gc.get_objects()):,} tracked objects",
-          flush=True)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak = usage.ru_maxrss >> 10
+    times = [time.perf_counter(), usage.ru_utime, usage.ru_stime, usage.ru_minflt]
+    wall, user, system, faults = (a - b for a, b in zip(times, _last))
+    _last[:] = times
+    print(f"{what:22s} RSS {now:4d} MB, peak {peak:4d} MB; {_heap()}{len(gc.get_objects()):,} tracked objects; "
+          f"{wall:.2f} s ({user:.2f} user, {system:.2f} system, {faults:,} page faults)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

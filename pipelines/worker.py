@@ -8,11 +8,15 @@ lists, never pandas). pyarrow is made to ask once with pandas out of reach, so t
 imports pandas and works, as pyarrow retries the import for those. A process that has already
 imported pandas is left as it is (nothing to save).
 
-**Memory given back.** Arrow's buffers come from the system allocator rather than Arrow's own
-(mimalloc keeps what it freed for reuse), and glibc returns freed memory above 1 MB instead of
-adjusting its thresholds upwards as big buffers come and go. Measured with bench/worker_memory.py
-(a worker's read, decode and message_flows tasks): peak 253 -> 223 MB at 0.5 GB, 299 -> 256 MB at
-2 GB, the same CPU time.
+**A steady heap.** Arrow's buffers come from the system allocator rather than Arrow's own
+(mimalloc kept what it freed: peak 253 -> 234 MB at 0.5 GB in bench/worker_memory.py). glibc's
+thresholds are fixed at HEAP_THRESHOLD: blocks up to that size come from the heap, and up to that
+much freed memory stays there for reuse. A task's big blocks (the capture reader's 1 MB reads,
+Arrow's growing column buffers) come and go all the time; from fresh mappings, every byte of them
+is a page fault: 650,000 faults, 1.5-2 s of system time, for a 1.2 s read task of a 596 MB file
+(perf: Arrow's buffer copies, the reads), against 45,000-77,000 and 0.4-0.8 s with the heap kept,
+for 20 MB more at the peak. (An earlier trim threshold of 1 MB saved 25 MB of that peak for those
+faults; glibc's own thresholds, which grow as big blocks are freed, left 105,000.)
 
 Done in our own tasks only, not in a worker that may also run someone else's code first.
 """
@@ -26,8 +30,8 @@ import sys
 
 import pyarrow as pa
 
-M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter
-TRIM_THRESHOLD = 1 << 20
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+HEAP_THRESHOLD = 32 << 20
 
 _prepared = False
 
@@ -40,7 +44,7 @@ def prepare_worker() -> None:
     _prepared = True
     answer_without_pandas()
     pa.set_memory_pool(pa.system_memory_pool())
-    give_back_freed_memory()
+    steady_heap()
 
 
 class _PandasOutOfReach(importlib.abc.MetaPathFinder):
@@ -65,11 +69,13 @@ def answer_without_pandas() -> bool:
         sys.meta_path.remove(finder)
 
 
-def give_back_freed_memory() -> bool:
-    """glibc's trim threshold fixed at TRIM_THRESHOLD (False where the C library is not glibc)."""
+def steady_heap() -> bool:
+    """glibc's mmap and trim thresholds fixed at HEAP_THRESHOLD (False where the C library is not glibc)."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name)
-        return bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)) if hasattr(libc, "mallopt") else False
     except OSError:
         return False
+    if not hasattr(libc, "mallopt"):
+        return False
+    return all([libc.mallopt(M_MMAP_THRESHOLD, HEAP_THRESHOLD), libc.mallopt(M_TRIM_THRESHOLD, HEAP_THRESHOLD)])
