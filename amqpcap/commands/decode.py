@@ -14,7 +14,6 @@ import orjson
 
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
 from amqp_decode.gc_policy import fewer_collections
-from amqp_decode.stream import CONNECTION_END
 from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.filters import Selection, predicates
@@ -160,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
             selection = Selection(tests, fold_content=not (args.jsonl or args.frames))
             order = None if args.no_sort else TimeOrder(decoder, args.sort_buffer)
             for batch in decoder.batches(args.captures, ends=True):
-                records = selection.select(_with_ends(batch, ends, decoder))
+                records = selection.select(ends.apply(batch, decoder.now_ns))
                 if not records:
                     continue
                 if order is not None:
@@ -183,25 +182,6 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet:
         _summary(stats, order)
     return CAPTURE_FAILED if stats.failed else OK
-
-
-def _with_ends(batch: list[dict], ends: ConnectionEnds, decoder: CaptureDecoder) -> list[dict]:
-    """Every record watched for how its connection ends; the decoder's end records replaced by the
-    documented `connection-end` records (amqpcap.decodeview.ends)."""
-    observe = ends.observe
-    out = batch
-    for i, record in enumerate(batch):
-        if record["kind"] == CONNECTION_END:
-            if out is batch:
-                out = batch[:i]
-            end = ends.end(record, decoder.now_ns)
-            if end is not None:
-                out.append(end)
-            continue
-        observe(record)
-        if out is not batch:
-            out.append(record)
-    return out
 
 
 def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> None:

@@ -64,6 +64,24 @@ class ConnectionEnds:
                 elif method == "connection.tune-ok" and facts.heartbeat is None:
                     facts.heartbeat = record["args"].get("heartbeat")
 
+    def apply(self, batch: list, now_ns: int | None) -> list:
+        """A batch of the decoder's records, every one observed, its CONNECTION_END records replaced
+        by their `connection-end` records (or dropped: `end`). `now_ns`: as for `end`."""
+        out = batch
+        for i in range(len(batch)):
+            record = batch[i]
+            if record["kind"] == CONNECTION_END:
+                if out is batch:
+                    out = batch[:i]
+                end = self.end(record, now_ns)
+                if end is not None:
+                    out.append(end)
+                continue
+            self.observe(record)
+            if out is not batch:
+                out.append(record)
+        return out
+
     def end(self, record: dict, now_ns: int | None) -> dict | None:
         """The `connection-end` record for the decoder's CONNECTION_END `record` (None for
         connections that carried no AMQP: not-amqp, no payload). `now_ns`: the time of the packet

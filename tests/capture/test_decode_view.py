@@ -12,7 +12,6 @@ import pytest
 
 from amqp_decode.decoder import CaptureDecoder
 from amqpcap.cli import main
-from amqpcap.commands.decode import _with_ends
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.order import TimeOrder
 from amqpcap.decodeview.readable import Readable, value_text
@@ -62,7 +61,7 @@ def test_the_watermark_never_releases_a_record_too_early(capture):
     ends = ConnectionEnds()
     times, released_early = [], 0
     for batch in decoder.batches([str(capture)], ends=True):
-        released = order.feed(_with_ends(batch, ends, decoder), lambda r: r["ts_ns"])
+        released = order.feed(ends.apply(batch, decoder.now_ns), lambda r: r["ts_ns"])
         released_early += len(released)
         times += released
     times += order.finish()
