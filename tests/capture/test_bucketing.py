@@ -88,7 +88,8 @@ def test_a_budget_across_parts_hands_on_the_biggest_part():
         parts.add(0, (n,))
         parts.add(1, (n,))
     parts.add(1, (3,))  # 1 now holds 4 rows: full by itself
-    assert handed == [(0, 3), (1, 4)] and parts.held == 0  # at 6 rows, 0 (3 rows, the first of the biggest)
+    # at 6 rows held, part 0 went (3 rows: a tie with 1, the first found); then 1, full at 4 rows
+    assert handed == [(0, 3), (1, 4)] and parts.held == 0
     for n in range(5):
         parts.add(2 + n % 2, (n,))
     parts.add(2, (5,))
