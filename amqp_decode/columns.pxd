@@ -18,11 +18,16 @@ cdef class TableColumns:
     cdef object names_of
     cdef object full
     cdef public Py_ssize_t batch_rows
+    cdef public Py_ssize_t held_rows
+    cdef public Py_ssize_t held
     cdef readonly dict buffers
+    cdef readonly dict tables
     cdef readonly dict taps
 
     @cython.locals(buffer=ColumnBuffer)
     cpdef add(self, object table, dict row)
+    @cython.locals(buffer=ColumnBuffer, held=Py_ssize_t, most=Py_ssize_t)
+    cdef _within_budget(self)
 
 
 cdef class PartColumns:

@@ -68,18 +68,24 @@ class ColumnBuffer:
 class TableColumns:
     """Rows of several tables, each table's gathered in its own ColumnBuffer.
 
-        columns = TableColumns(names_of, full, batch_rows=10_000)
-        columns.add(table, row)  # when `table` holds batch_rows rows: full(table)
+        columns = TableColumns(names_of, full, batch_rows=10_000, held_rows=40_000)
+        columns.add(table, row)  # when `table` holds batch_rows rows: full(table); when the tables
+                                 # together hold held_rows rows, full(the table holding the most)
         columns.taps[table.name] = see  # see(table, row) too, for this table's rows only
 
-    `names_of(table)`: the columns to gather a table's rows in (asked once per table).
+    `names_of(table)`: the columns to gather a table's rows in (asked once per table). `full`
+    takes the table's rows (its buffer's `take`). Without the budget across tables, a task would
+    hold batch_rows rows of every one of its tables, more of them filling as its input grows.
     """
 
-    def __init__(self, names_of, full, batch_rows: int) -> None:
+    def __init__(self, names_of, full, batch_rows: int, held_rows: int | None = None) -> None:
         self.names_of = names_of
         self.full = full
         self.batch_rows = batch_rows
+        self.held_rows = held_rows if held_rows is not None else -1
+        self.held = 0  # rows added since the budget was last checked, and those held then
         self.buffers: dict = {}  # table name -> ColumnBuffer
+        self.tables: dict = {}  # table name -> the table
         self.taps: dict = {}  # table name -> what also sees its rows
 
     def add(self, table, row: dict) -> None:
@@ -87,6 +93,7 @@ class TableColumns:
         buffer = self.buffers.get(name)
         if buffer is None:
             buffer = self.buffers[name] = ColumnBuffer(self.names_of(table))
+            self.tables[name] = table
         buffer.add(row)
         if self.taps:
             tap = self.taps.get(name)
@@ -94,6 +101,23 @@ class TableColumns:
                 tap(table, row)
         if buffer.size >= self.batch_rows:
             self.full(table)
+        self.held += 1
+        if 0 <= self.held_rows <= self.held:
+            self._within_budget()
+
+    def _within_budget(self) -> None:
+        """The tables holding the most handed on until the rest is within the budget (a table's
+        rows leave by `full`, so what is held is counted here, not tracked on every take)."""
+        while True:
+            held, most, chosen = 0, -1, None
+            for name, buffer in self.buffers.items():
+                held += buffer.size
+                if buffer.size > most:
+                    most, chosen = buffer.size, name
+            self.held = held
+            if held < self.held_rows or most <= 0:
+                return
+            self.full(self.tables[chosen])
 
 
 class PartColumns:

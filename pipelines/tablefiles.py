@@ -65,11 +65,18 @@ class _Layout:
         self.run_id_at = self.schema.get_field_index("run_id")
 
 
+# A decode task makes rows of some 16 tables; held a batch each, they were its largest Python data,
+# and more tables filled a batch as a night grew.
+HELD_BATCHES = 2
+
+
 class TableFiles:
     """Collects rows per table and writes them as Parquet as they come (bounded memory)."""
 
     def __init__(self, root: str, run_id: str, tag: str = "", batch_rows: int = 10_000,
-                 file_rows: int = FILE_ROWS) -> None:
+                 file_rows: int = FILE_ROWS, held_rows: int | None = None) -> None:
+        """`held_rows`: the rows of all tables held as Python objects before the biggest table's
+        become a batch (default: HELD_BATCHES x batch_rows)."""
         self.filesystem, self.root = filesystem_of(root)
         self.file_rows = file_rows
         self.run_id = run_id
@@ -78,7 +85,8 @@ class TableFiles:
         self.writers: dict[tuple[str, str], _File] = {}
         self.held_bytes = 0  # of the batches every file holds
         self.files: list[dict] = []  # the files closed so far
-        self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows)
+        self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows,
+                                    held_rows if held_rows is not None else HELD_BATCHES * batch_rows)
         # add(table, row): compiled, straight into the table's columns (every row a decode task makes
         # comes this way; this class's Python runs once per batch). `columns.taps` lets another
         # consumer see some tables' rows too.

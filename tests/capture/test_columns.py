@@ -103,3 +103,27 @@ def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_s
     assert tapped == [("publishes", 1), ("publishes", 3), ("publishes", 5)]  # its rows only
     assert columns.buffers["frames"].take() == [[6], ["f"]]
     assert columns.buffers["deliveries"].take() == [[99], [None]]
+
+
+def test_table_columns_hand_on_the_biggest_table_when_all_together_hold_the_budget():
+    """Many tables each short of a batch would together hold many batches: past `held_rows` rows in
+    all, the table holding the most is handed on (and the next, until the rest is within the budget)."""
+    from amqp_decode.columns import TableColumns
+    from amqp_decode.tables import DELIVERIES, FRAMES, PUBLISHES
+    written = []
+
+    def full(table):
+        written.append((table.name, columns.buffers[table.name].take()[0]))
+
+    columns = TableColumns(lambda table: ("n",), full, batch_rows=100, held_rows=10)
+    for n in range(4):
+        columns.add(FRAMES, {"n": n})
+        columns.add(PUBLISHES, {"n": n})
+    assert written == []  # 8 rows held, within the budget
+    columns.add(DELIVERIES, {"n": 0})
+    columns.add(FRAMES, {"n": 4})  # 10 rows: frames, the biggest, goes
+    assert written == [("frames", [0, 1, 2, 3, 4])]
+    for n in range(4, 9):
+        columns.add(PUBLISHES, {"n": n})  # at 10 rows in all again, publishes (9 of them) go
+    assert written[-1] == ("publishes", list(range(9))) and len(written) == 2
+    assert columns.held == 1 and columns.buffers["deliveries"].size == 1
