@@ -14,6 +14,10 @@ cdef class ColumnBuffer:
     cpdef list take(self)
 
 
+@cython.locals(buffer=ColumnBuffer, most=Py_ssize_t, held=Py_ssize_t, total=Py_ssize_t)
+cdef tuple _fullest(dict buffers, bint by_bytes)
+
+
 cdef class TableColumns:
     cdef object names_of
     cdef object full
@@ -26,7 +30,7 @@ cdef class TableColumns:
 
     @cython.locals(buffer=ColumnBuffer)
     cpdef add(self, object table, dict row)
-    @cython.locals(buffer=ColumnBuffer, held=Py_ssize_t, most=Py_ssize_t)
+    @cython.locals(held=Py_ssize_t, most=Py_ssize_t)
     cdef _within_budget(self)
 
 
@@ -42,8 +46,6 @@ cdef class PartColumns:
 
     @cython.locals(buffer=ColumnBuffer)
     cpdef add(self, long part, tuple values, Py_ssize_t size=*)
-    @cython.locals(buffer=ColumnBuffer, most=Py_ssize_t, held=Py_ssize_t)
-    cdef long _biggest(self, bint by_bytes)
     @cython.locals(buffer=ColumnBuffer)
     cpdef Py_ssize_t rows(self, long part)
     @cython.locals(buffer=ColumnBuffer)

@@ -65,6 +65,18 @@ class ColumnBuffer:
         return columns
 
 
+def _fullest(buffers: dict, by_bytes: bool) -> tuple:
+    """(key, rows or bytes) of the buffer holding the most (the first found of equals), and what all
+    of `buffers` hold."""
+    most, chosen, total = -1, None, 0
+    for key, buffer in buffers.items():
+        held = buffer.bytes if by_bytes else buffer.size
+        total += held
+        if held > most:
+            most, chosen = held, key
+    return chosen, most, total
+
+
 class TableColumns:
     """Rows of several tables, each table's gathered in its own ColumnBuffer.
 
@@ -109,11 +121,7 @@ class TableColumns:
         """The tables holding the most handed on until the rest is within the budget (a table's
         rows leave by `full`, so what is held is counted here, not tracked on every take)."""
         while True:
-            held, most, chosen = 0, -1, None
-            for name, buffer in self.buffers.items():
-                held += buffer.size
-                if buffer.size > most:
-                    most, chosen = buffer.size, name
+            chosen, most, held = _fullest(self.buffers, False)
             self.held = held
             if held < self.held_rows or most <= 0:
                 return
@@ -158,18 +166,9 @@ class PartColumns:
         if buffer.size >= self.flush_rows:
             self.full(part)
         elif 0 <= self.held_rows <= self.held:
-            self.full(self._biggest(False))
+            self.full(_fullest(self.buffers, False)[0])
         elif 0 <= self.held_bytes <= self.held_size:
-            self.full(self._biggest(True))
-
-    def _biggest(self, by_bytes: bool) -> int:
-        """The part holding the most rows (or bytes)."""
-        most, chosen = -1, 0
-        for part, buffer in self.buffers.items():
-            held = buffer.bytes if by_bytes else buffer.size
-            if held > most:
-                most, chosen = held, part
-        return chosen
+            self.full(_fullest(self.buffers, True)[0])
 
     def rows(self, part: int) -> int:
         buffer = self.buffers.get(part)

@@ -31,6 +31,9 @@ FILE_ROWS = 1_000_000
 # GROUP_ROWS rows, or all the files' held batches GROUP_BYTES (then every file writes its own).
 GROUP_ROWS = 32_768
 GROUP_BYTES = 16 << 20
+# Batches' worth of rows held as Python objects, all tables together: a decode task makes rows of
+# some 16 tables; held a batch each, they were its largest Python data, more filling as a night grew.
+HELD_BATCHES = 2
 
 
 def filesystem_of(root: str) -> tuple[pafs.FileSystem, str]:
@@ -63,11 +66,6 @@ class _Layout:
         self.schema = table.arrow(("date",))
         self.names = ("date", *self.schema.names)
         self.run_id_at = self.schema.get_field_index("run_id")
-
-
-# A decode task makes rows of some 16 tables; held a batch each, they were its largest Python data,
-# and more tables filled a batch as a night grew.
-HELD_BATCHES = 2
 
 
 class TableFiles:
