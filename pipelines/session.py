@@ -13,6 +13,10 @@ from amqp_decode.settings import Settings
 from pipelines import class_archive
 
 QUIET_LOG4J = resources.files("pipelines") / "log4j2.properties"
+# numpy (which pyarrow imports) starts OpenBLAS with a thread per core, and those threads spin for
+# a while after import: ~0.06 s of CPU in every Python process that imports it, taken from the
+# tasks on a small machine, for linear algebra nothing here does. One thread, unless the user said.
+SINGLE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def build_session(settings: Settings, master: str | None = None, verbose: bool = False,
@@ -41,6 +45,8 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
                .config("spark.ui.showConsoleProgress", "true" if verbose else "false"))
     if master or not _submitted():
         builder = builder.master(master or settings.spark.master)
+    for name, value in SINGLE_BLAS_THREAD.items():  # Python workers' environment, on any cluster
+        builder = builder.config(f"spark.executorEnv.{name}", os.environ.get(name, value))
     if not _submitted():  # workers import an installed PySpark compiled, not from its zip
         builder = builder.config("spark.python.daemon.module", "pipelines.spark_daemon")
     for key, value in settings.spark.conf.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -167,3 +168,36 @@ def test_the_local_jvm_gets_our_options_and_the_users(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "['Copy', 'MarkSweepCompact'] two words"
+
+
+_THREADS_AFTER_NUMPY = "import os, numpy; print(len(os.listdir('/proc/self/task')))"
+
+
+def _threads_after_numpy(env: dict) -> int:
+    done = subprocess.run([sys.executable, "-c", _THREADS_AFTER_NUMPY], capture_output=True, text=True,
+                          env=env, check=True)
+    return int(done.stdout)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_numpy_in_our_processes_starts_no_blas_threads():
+    """What SINGLE_BLAS_THREAD buys: numpy (pyarrow imports it in the driver and in every worker)
+    imported with it starts no OpenBLAS threads, which otherwise spin on the cores the tasks need."""
+    from pipelines.session import SINGLE_BLAS_THREAD
+    env = {key: value for key, value in os.environ.items() if key not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    assert _threads_after_numpy({**env, **SINGLE_BLAS_THREAD}) == 1
+    if (os.cpu_count() or 1) > 1:
+        assert _threads_after_numpy(env) > 1  # the default: a thread per core
+
+
+def test_the_sessions_workers_run_with_one_blas_thread(spark):
+    wanted = os.environ.get("OPENBLAS_NUM_THREADS", "1")  # the user's choice wins
+    seen = spark.sparkContext.parallelize([0], 1).map(lambda _: os.environ.get("OPENBLAS_NUM_THREADS")).collect()
+    assert seen == [wanted]
+
+
+def test_the_command_sets_one_blas_thread_before_anything_imports_numpy():
+    code = ("import os, sys; os.environ.pop('OPENBLAS_NUM_THREADS', None); from amqpcap.cli import main; "
+            "main(['config']); print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stderr.split()[-2:] == ["1", "False"]
