@@ -21,6 +21,10 @@ CPUs other processes used meanwhile (a shared machine is noisy: each measurement
 table and a scaling check: the job's seconds per GB at each size against the 2 GB run's (linear
 within 15%?), on the wall time and on the phases alone (without the fixed start-up).
 
+Before each measurement the input files are read once (`warm`), so that the job and tshark start from
+the same page cache: on a VM that gives the cache back within a minute (this one does), whichever
+ran second would otherwise find the other's reads cached.
+
 A measurement during which other processes took more than 20% of the CPUs is repeated (--retries),
 and the quietest kept. A job that fails (out of memory...) is reported with the end of its output, and the other sizes
 still run. Inputs are kept (and reused) under --keep DIR; without it they are deleted after each
@@ -203,6 +207,15 @@ def measure_job(amqpcap: str, inputs: Path, master: str, work: Path) -> dict:
         summary_file.unlink(missing_ok=True)
 
 
+def warm(files: list[Path]) -> bool:
+    """Read every file once (into the page cache, as far as it keeps them)."""
+    for path in files:
+        with open(path, "rb", buffering=0) as source:
+            while source.read(8 << 20):
+                pass
+    return True
+
+
 def measure_tshark(tshark: str, files: list[Path]) -> dict:
     """tshark over each file in turn: summed wall time, the largest peak RSS (its own rusage)."""
     seconds = rss = cpu = 0.0
@@ -286,8 +299,9 @@ def bench_size(gigabytes: float, args, amqpcap: str, tshark: str, root: Path) ->
                "single": (folder / "single.pcap", [folder / "single.pcap"])}
     for layout in args.layouts:
         inputs, files = layouts[layout]
-        job = quietest(lambda: measure_job(amqpcap, inputs, args.master, folder), args, "amqpcap run")
-        theirs = quietest(lambda: measure_tshark(tshark, files), args, "tshark")
+        job = quietest(lambda: warm(files) and measure_job(amqpcap, inputs, args.master, folder), args,
+                       "amqpcap run")
+        theirs = quietest(lambda: warm(files) and measure_tshark(tshark, files), args, "tshark")
         row = {"gigabytes": gigabytes, "layout": f"{len(files)} files" if len(files) > 1 else "1 file",
                "megabytes": megabytes, "packets": manifest["packets"], "job": job, "tshark": theirs}
         results.append(row)
