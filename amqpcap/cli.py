@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 from amqpcap import __version__
@@ -77,8 +76,8 @@ def version_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # before anything imports numpy (pyarrow does): see pipelines.session.SINGLE_BLAS_THREAD
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from pipelines.worker import one_blas_thread
+    one_blas_thread()  # before anything imports numpy (pyarrow does): pipelines.worker says why
     args = parser().parse_args(argv)
     from amqpcap.console import setup_logging
     setup_logging(args.log_level, args.verbose)

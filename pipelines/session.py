@@ -11,12 +11,9 @@ from importlib import resources
 
 from amqp_decode.settings import Settings
 from pipelines import class_archive
+from pipelines.worker import SINGLE_BLAS_THREAD
 
 QUIET_LOG4J = resources.files("pipelines") / "log4j2.properties"
-# numpy (which pyarrow imports) starts OpenBLAS with a thread per core, and those threads spin for
-# a while after import: ~0.06 s of CPU in every Python process that imports it, taken from the
-# tasks on a small machine, for linear algebra nothing here does. One thread, unless the user said.
-SINGLE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def build_session(settings: Settings, master: str | None = None, verbose: bool = False,

@@ -19,6 +19,13 @@ with the heap kept, for 20 MB more at the peak. (An earlier trim threshold of 1 
 faults; glibc's own thresholds, which grow as big blocks are freed, left 105,000.)
 
 Done in our own tasks only, not in a worker that may also run someone else's code first.
+
+**One OpenBLAS thread.** numpy (which pyarrow imports) starts OpenBLAS with a thread per core, and
+those threads spin for a while after import: ~0.06 s of CPU in every Python process that imports
+it, taken from the tasks on a small machine, for linear algebra nothing here does. It must be set
+before numpy is imported, so not here: the command sets it for itself, the local JVM and its workers
+(`one_blas_thread`, first thing), and the session passes it to any cluster's workers. A user's own
+value wins. (This module imports pyarrow only when a task prepares, so the command can call it.)
 """
 
 from __future__ import annotations
@@ -26,12 +33,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import importlib.abc
+import os
 import sys
-
-import pyarrow as pa
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 HEAP_THRESHOLD = 32 << 20
+SINGLE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 
 _prepared = False
 
@@ -42,9 +49,16 @@ def prepare_worker() -> None:
     if _prepared:
         return
     _prepared = True
+    import pyarrow as pa
     answer_without_pandas()
     pa.set_memory_pool(pa.system_memory_pool())
     steady_heap()
+
+
+def one_blas_thread() -> None:
+    """SINGLE_BLAS_THREAD in this process's environment (and its children's), unless set already."""
+    for name, value in SINGLE_BLAS_THREAD.items():
+        os.environ.setdefault(name, value)
 
 
 class _PandasOutOfReach(importlib.abc.MetaPathFinder):
@@ -56,6 +70,7 @@ class _PandasOutOfReach(importlib.abc.MetaPathFinder):
 
 def answer_without_pandas() -> bool:
     """Whether pyarrow's pandas probe was answered here without importing pandas."""
+    import pyarrow as pa
     shim = getattr(pa.lib, "_pandas_api", None)
     if shim is None or "pandas" in sys.modules:
         return False

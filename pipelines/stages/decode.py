@@ -100,7 +100,7 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
 def _delete(filesystem, path: str) -> None:
     try:
         filesystem.delete_file(path)
-    except (FileNotFoundError, OSError):  # (a unit that staged nothing of this bucket has no file)
+    except OSError:  # (not found: a unit that staged nothing of this bucket has no file)
         pass
 
 
