@@ -141,18 +141,20 @@ def test_only_zips_inside_an_installed_pyspark_are_dropped(tmp_path):
     assert installed_package_zips(path) == [inside, py4j]
 
 
-def test_a_local_jvm_runs_the_serial_collector_unless_the_user_chooses_one():
-    assert driver_java_options("local[2]", "") == ["-XX:+UseSerialGC", "-Xms32m"]
-    # the user's options come last (a later -Xms wins) and their collector replaces ours
-    assert driver_java_options("local[*]", " -Xms1g ") == ["-XX:+UseSerialGC", "-Xms32m", "-Xms1g"]
-    assert driver_java_options("local", "-XX:+UseG1GC -Xmx2g") == ["-Xms32m", "-XX:+UseG1GC -Xmx2g"]
+def test_a_local_jvm_runs_the_serial_collector_and_the_quick_jit_unless_the_user_chooses():
+    ours = ["-XX:+UseSerialGC", "-Xms32m", "-XX:TieredStopAtLevel=1"]
+    assert driver_java_options("local[2]", "") == ours
+    # the user's options come last (a later -Xms or JIT level wins) and their collector replaces ours
+    assert driver_java_options("local[*]", " -Xms1g ") == [*ours, "-Xms1g"]
+    assert driver_java_options("local", "-XX:+UseG1GC -XX:TieredStopAtLevel=4") == [
+        "-Xms32m", "-XX:TieredStopAtLevel=1", "-XX:+UseG1GC -XX:TieredStopAtLevel=4"]
     assert driver_java_options("spark://host:7077", "") == []  # a cluster's driver keeps the JVM's choice
     assert driver_java_options("yarn", "-Dx=1") == ["-Dx=1"]
 
 
 @pytest.mark.slow
 def test_the_local_jvm_gets_our_options_and_the_users(tmp_path):
-    """In a fresh process: the JVM of a local session runs the serial collector, and a user's
+    """In a fresh process: the JVM of a local session runs the serial collector and the quick JIT, and a user's
     spark.driver.extraJavaOptions (with a space inside a quoted value) reach it too."""
     script = textwrap.dedent("""
         from amqp_decode.settings import Settings
@@ -162,12 +164,14 @@ def test_the_local_jvm_gets_our_options_and_the_users(tmp_path):
         spark = build_session(settings, "local[1]")
         jvm = spark.sparkContext._jvm
         beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
-        print(sorted(bean.getName() for bean in beans), jvm.java.lang.System.getProperty("amqpcap.probe"))
+        flags = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+        print(sorted(bean.getName() for bean in beans), jvm.java.lang.System.getProperty("amqpcap.probe"),
+              "-XX:TieredStopAtLevel=1" in list(flags))
         spark.stop()
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "['Copy', 'MarkSweepCompact'] two words"
+    assert result.stdout.strip().splitlines()[-1] == "['Copy', 'MarkSweepCompact'] two words True"
 
 
 _THREADS_AFTER_NUMPY = "import os, numpy; print(len(os.listdir('/proc/self/task')))"
