@@ -11,8 +11,9 @@ empty.
 
 This module is the rule, Spark-free: `flows(sides)` takes one key's publishes and deliveries (rows
 of the `publishes` and `deliveries` tables, sorted by `side_order`) and yields `message_flows`
-rows; `keyed_flows` runs it over many keys' sides sorted by key, as the job's message_flows tasks
-read them (pipelines.stages.flows). Compiled: a flows task is one row after another through here.
+rows; `keyed_flows` runs it over many keys' sides sorted by key, and `column_flows` over such sides
+given as columns, as the job's message_flows tasks read them (pipelines.stages.flows). Compiled: a
+flows task is one row after another through here.
 """
 
 from __future__ import annotations
@@ -85,37 +86,73 @@ def keyed_flows(sides: Iterable[dict]) -> Iterator[dict]:
     """`message_flows` rows of many keys' sides, sorted by key and, within a key, in `side_order`:
     each side a row with its `key`, `is_delivery` and the columns of both sides (a side's own
     columns are taken from it)."""
+    return _grouped((side["key"], {name: side[name] for name in
+                                   (DELIVERY_COLUMNS if side["is_delivery"] else PUBLISH_COLUMNS)})
+                    for side in sides)
+
+
+def column_flows(batches: Iterable[dict]) -> Iterator[dict]:
+    """keyed_flows of sides given as batches of columns (each a list per name: `key`,
+    `is_delivery` and both sides' columns, as `Table.to_pydict` gives them), the batches in sort
+    order. The job's flows tasks read sides from Arrow: a dict per row made straight from the
+    columns, with only its side's columns, costs a fraction of Arrow's `to_pylist`, which makes
+    every row with every column first."""
+    return _grouped(side for columns in batches for side in _column_sides(columns))
+
+
+def _column_sides(columns: dict) -> Iterator[tuple]:
+    keys, deliveries = columns["key"], columns["is_delivery"]
+    publish = [columns[name] for name in PUBLISH_COLUMNS]
+    delivery = [columns[name] for name in DELIVERY_COLUMNS]
+    for i in range(len(keys)):
+        side = {}
+        if deliveries[i]:
+            for j in range(len(DELIVERY_COLUMNS)):
+                side[DELIVERY_COLUMNS[j]] = delivery[j][i]
+        else:
+            for j in range(len(PUBLISH_COLUMNS)):
+                side[PUBLISH_COLUMNS[j]] = publish[j][i]
+        yield keys[i], side
+
+
+def _grouped(keyed: Iterable[tuple]) -> Iterator[dict]:
+    """flows() of each key's sides, from (key, side) pairs sorted by key."""
     current, group = None, []
-    for side in sides:
-        if side["key"] != current:
+    for key, side in keyed:
+        if key != current:
             yield from flows(group)
-            current, group = side["key"], []
-        names = DELIVERY_COLUMNS if side["is_delivery"] else PUBLISH_COLUMNS
-        group.append({name: side[name] for name in names})
+            current, group = key, []
+        group.append(side)
     yield from flows(group)
 
 
 def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
-    p, d = publish or {}, delivery or {}
+    p = publish if publish is not None else _NONE
+    d = delivery if delivery is not None else _NONE
     published_ns, delivered_ns = p.get("published_ns"), d.get("delivered_ns")
     settled_ns = d.get("settled_ns")
-
-    def ms(later, earlier):
-        return (later - earlier) / 1e6 if later is not None and earlier is not None else None
-
-    def either(name):
-        value = p.get(name)
-        return value if value is not None else d.get(name)
-
-    return {"date": either("date"), "capture": either("capture"), "source": either("source"),
+    return {"date": _either(p, d, "date"), "capture": _either(p, d, "capture"), "source": _either(p, d, "source"),
             "provisional": bool(p.get("provisional") or d.get("provisional")), "match": how,
             "message_key": d.get("message_key"), "publish_message_key": p.get("message_key"),
-            "message_id": either("message_id"), "body_sha256": either("body_sha256"),
-            "exchange": either("exchange"), "routing_key": either("routing_key"),
+            "message_id": _either(p, d, "message_id"), "body_sha256": _either(p, d, "body_sha256"),
+            "exchange": _either(p, d, "exchange"), "routing_key": _either(p, d, "routing_key"),
             "publisher_connection": p.get("connection"), "publisher_channel": p.get("channel"),
             "published_at": micros(published_ns), "consumer_connection": d.get("connection"),
             "consumer_channel": d.get("channel"), "consumer_tag": d.get("consumer_tag"), "queue": d.get("queue"),
             "delivery_tag": d.get("delivery_tag"), "redelivered": d.get("redelivered"),
             "delivered_at": micros(delivered_ns), "settled_at": micros(settled_ns), "outcome": d.get("outcome"),
-            "publish_to_deliver_ms": ms(delivered_ns, published_ns), "deliver_to_settle_ms": ms(settled_ns, delivered_ns),
-            "end_to_end_ms": ms(settled_ns, published_ns)}
+            "publish_to_deliver_ms": _ms(delivered_ns, published_ns), "deliver_to_settle_ms": _ms(settled_ns, delivered_ns),
+            "end_to_end_ms": _ms(settled_ns, published_ns)}
+
+
+_NONE: dict = {}  # the absent side (never written to)
+
+
+def _either(p: dict, d: dict, name: str):
+    """The publish's value, else the delivery's."""
+    value = p.get(name)
+    return value if value is not None else d.get(name)
+
+
+def _ms(later, earlier):
+    return (later - earlier) / 1e6 if later is not None and earlier is not None else None

@@ -12,7 +12,6 @@ bounded by choosing the number of parts from the input's size (`flow_parts`).
 
 from __future__ import annotations
 
-import itertools
 import math
 import zlib
 from typing import Iterator
@@ -21,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, keyed_flows
+from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, column_flows, flow_key
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
@@ -41,7 +40,7 @@ HELD_ROWS = 16_384
 # Of TCP payload: a flows task then holds the sides of at most that much traffic (a side is
 # ~200 bytes of Arrow; a message takes at least about as many on the wire).
 BYTES_PER_PART = 128 << 20
-SLICE_ROWS = 8192  # sorted sides turned into Python rows at a time
+SLICE_ROWS = 8192  # sorted sides turned into Python values at a time
 KEYS_HELD = 16_384
 
 
@@ -101,9 +100,8 @@ def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch
         if sides is None:
             continue
         ordered = sides.take(pc.sort_indices(sides, sort_keys=SORT))
-        rows = itertools.chain.from_iterable(ordered.slice(start, SLICE_ROWS).to_pylist()
-                                             for start in range(0, ordered.num_rows, SLICE_ROWS))
-        for row in keyed_flows(rows):
+        batches = (ordered.slice(start, SLICE_ROWS).to_pydict() for start in range(0, ordered.num_rows, SLICE_ROWS))
+        for row in column_flows(batches):
             writer.add(MESSAGE_FLOWS, row)
     yield from writer.close()
 

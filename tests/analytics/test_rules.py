@@ -301,8 +301,9 @@ def test_message_flow_matching():
 def test_keyed_flows_give_each_keys_flows_from_one_sorted_stream():
     """The job's flows tasks read many keys' sides sorted by key, each side a row with both sides'
     columns: keyed_flows gives what the rule gives key by key (every sample's publishes and
-    deliveries)."""
-    from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, keyed_flows
+    deliveries), and column_flows the same from those sides as batches of columns."""
+    from amqp_decode.analytics.message_flows import (DELIVERY_COLUMNS, PUBLISH_COLUMNS, column_flows, flow_key,
+                                                     keyed_flows)
     from tests.analytics.tabulated import message_flows, tabulated_folder
     from tests.capture.conftest import SAMPLES
     tables = tabulated_folder(str(SAMPLES))
@@ -317,3 +318,10 @@ def test_keyed_flows_give_each_keys_flows_from_one_sorted_stream():
     want = message_flows(publishes, deliveries)
     assert len(got) == len(want) > 100
     assert sorted(map(repr, got)) == sorted(map(repr, want))
+    # the same sides as batches of columns (the flows tasks' Arrow slices), cut inside keys' runs
+    names = ["key", "is_delivery", *columns]
+    cuts = [0, 1, 7, 8, 50, len(sides) // 2, len(sides) - 1, len(sides)]
+    assert any(sides[cut - 1]["key"] == sides[cut]["key"] for cut in cuts[1:-1])
+    batches = [{name: [side[name] for side in sides[start:end]] for name in names}
+               for start, end in zip(cuts, cuts[1:])]
+    assert list(map(repr, column_flows(batches))) == list(map(repr, got))
