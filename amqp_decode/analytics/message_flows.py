@@ -101,6 +101,7 @@ def column_flows(batches: Iterable[dict]) -> Iterator[dict]:
 
 
 def _column_sides(columns: dict) -> Iterator[tuple]:
+    """(key, side) of each row of one batch of columns."""
     keys, deliveries = columns["key"], columns["is_delivery"]
     publish = [columns[name] for name in PUBLISH_COLUMNS]
     delivery = [columns[name] for name in DELIVERY_COLUMNS]
@@ -126,6 +127,9 @@ def _grouped(keyed: Iterable[tuple]) -> Iterator[dict]:
     yield from flows(group)
 
 
+_NONE: dict = {}  # the absent side (never written to)
+
+
 def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
     p = publish if publish is not None else _NONE
     d = delivery if delivery is not None else _NONE
@@ -143,9 +147,6 @@ def _row(how: str | None, publish: dict | None, delivery: dict | None) -> dict:
             "delivered_at": micros(delivered_ns), "settled_at": micros(settled_ns), "outcome": d.get("outcome"),
             "publish_to_deliver_ms": _ms(delivered_ns, published_ns), "deliver_to_settle_ms": _ms(settled_ns, delivered_ns),
             "end_to_end_ms": _ms(settled_ns, published_ns)}
-
-
-_NONE: dict = {}  # the absent side (never written to)
 
 
 def _either(p: dict, d: dict, name: str):
