@@ -19,7 +19,8 @@ the largest Python worker; tshark's time and peak RSS; tshark time / job time; a
 CPUs other processes used meanwhile (a shared machine is noisy: each measurement first waits, up to
 --wait-quiet seconds, for the others to use at most 20% of the CPUs). Then a markdown
 table and a scaling check: the job's seconds per GB at each size against the 2 GB run's (linear
-within 15%?), on the wall time and on the phases alone (without the fixed start-up).
+within 15%?), on the wall time and on the phases alone (without the fixed start-up); and a line
+fitted over all sizes (seconds = fixed + rate x GB), with each size's distance from it.
 
 Before each measurement the input files are read once (`warm`), so that the job and tshark start from
 the same page cache: on a VM that gives the cache back within a minute (this one does), whichever
@@ -373,6 +374,31 @@ def scaling(rows: list[dict], reference: float = 2.0, tolerance: float = 0.15) -
             verdict = "linear" if abs(ratios["phases"] - 1) <= tolerance else "NOT linear"
             lines.append(f"  {layout:8} {r['gigabytes']:4g} GB: {per_gb(r, 'wall'):5.1f} s/GB, "
                          + " / ".join(f"{ratios[m]:.2f}" for m in measures) + f"  {verdict} (phases)")
+    lines.append(affine(rows, measures, tolerance))
+    return "\n".join(lines)
+
+
+def affine(rows: list[dict], measures: dict, tolerance: float) -> str:
+    """Seconds per GB against one size mix a fixed cost (the JVM's start, each worker's first
+    task) into the rate, and so always call the small sizes slower. Here each measure gets the least
+    squares line seconds = fixed + rate x GB over every size, and each size's distance from it."""
+    lines = ["Fit: seconds = fixed + rate x GB over all sizes (least squares); each size's measured value "
+             "against the line's (linear within " + f"{tolerance:.0%}?)"]
+    for layout in dict.fromkeys(r["layout"] for r in rows):
+        ok = [r for r in rows if r["layout"] == layout and "error" not in r["job"]]
+        if len({r["gigabytes"] for r in ok}) < 3:
+            lines.append(f"  {layout}: fewer than 3 sizes to fit")
+            continue
+        xs = [r["megabytes"] / 1000 for r in ok]
+        for name, measure in measures.items():
+            ys = [measure(r["job"]) for r in ok]
+            mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+            rate = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
+            fixed = mean_y - rate * mean_x
+            off = [y / (fixed + rate * x) - 1 for x, y in zip(xs, ys)]
+            verdict = "linear" if max(map(abs, off)) <= tolerance else "NOT linear"
+            lines.append(f"  {layout:8} {name:6}: {fixed:5.1f} s + {rate:5.2f} s/GB; "
+                         + ", ".join(f"{r['gigabytes']:g} GB {o:+.0%}" for r, o in zip(ok, off)) + f"  {verdict}")
     return "\n".join(lines)
 
 
