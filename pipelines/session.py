@@ -65,7 +65,8 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
 # only as the live data needs (299 / 312 MB), with no slower a run. Its JIT stops at the quick
 # compiler (C1): the optimising one (C2) spent ~1.9 s of CPU per run on code that only schedules
 # tasks and passes their small results, taken from the Python tasks on a small machine (perf: 11%
-# of all CPU at 0.5 GB; the run 7.8-8.8 -> 7.3-7.5 s). Not for a cluster's driver.
+# of all CPU at 0.5 GB; the run 7.8-8.8 -> 7.3-7.5 s; JVM peak 273-280 MB from 0.5 to 10 GB).
+# Not for a cluster's driver.
 LOCAL_JVM_OPTIONS = ("-XX:+UseSerialGC", "-Xms32m", "-XX:TieredStopAtLevel=1")
 _COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
 

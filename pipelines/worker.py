@@ -13,10 +13,11 @@ imported pandas is left as it is (nothing to save).
 thresholds are fixed at HEAP_THRESHOLD: blocks up to that size come from the heap, and up to that
 much freed memory stays there for reuse. A task's big blocks (the capture reader's 1 MB reads,
 Arrow's growing column buffers) come and go all the time; from fresh mappings, every byte of them
-is a page fault. Reading one 596 MB file: 650,000 faults and 1.0-2.0 s of system time beside 1.0-1.3 s
-of user time (perf: Arrow's buffer copies, the reads), against 45,000-77,000 faults and 0.4-0.8 s
-with the heap kept, for 20 MB more at the peak. (An earlier trim threshold of 1 MB saved 25 MB of that peak for those
-faults; glibc's own thresholds, which grow as big blocks are freed, left 105,000.)
+is a page fault. Reading one 596 MB file: 650,000 faults and 1.0-2.0 s of system time beside
+1.0-1.3 s of user time (perf: Arrow's buffer copies, the reads), against 45,000-77,000 faults and
+0.4-0.8 s with the heap kept, for 20 MB more at the peak. (An earlier trim threshold of 1 MB saved
+25 MB of that peak for those faults; glibc's own thresholds, which grow as big blocks are freed,
+left 105,000.)
 
 Done in our own tasks only, not in a worker that may also run someone else's code first.
 
