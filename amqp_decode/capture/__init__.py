@@ -29,6 +29,9 @@ Issue kinds:
 - `damaged-block` (pcapng): a block whose lengths agree but whose content cannot be read.
 - `unknown-interface` (pcapng): a packet naming an interface no IDB of its section describes:
   skipped (as Scapy does, but reported), one issue per packet.
+- `unreadable-time` (pcapng): a packet whose time (its timestamp at its interface's resolution,
+  plus its offset) is beyond what 64-bit nanoseconds since 1970 hold (before 1677 or after 2262):
+  the packet is kept with the previous packet's time, one issue per packet.
 - `gzip-damaged`: the compressed stream is corrupt, truncated, or followed by bytes that are not
   gzip: everything decompressed before the damage is kept, the rest is not read.
 - `concatenated-capture`: a second pcap global header or pcapng section header mid-file (`cat

@@ -20,6 +20,7 @@ UNKNOWN_INTERFACE = "unknown-interface"
 GZIP_DAMAGED = "gzip-damaged"
 CONCATENATED_CAPTURE = "concatenated-capture"
 INCONSISTENT_RANGES = "inconsistent-ranges"
+UNREADABLE_TIME = "unreadable-time"
 
 
 class CaptureError(Exception):

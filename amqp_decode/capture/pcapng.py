@@ -15,14 +15,18 @@ from typing import Iterator
 from amqp_decode.capture.boundaries import (ACCEPTED, BLOCK_HEADER, CHAIN, EPB, FOUND, IDB, MAX_BLOCK, MORE,
                                             PB, SHB, SPB, block_length, find_pcapng_boundary, pcapng_chain)
 from amqp_decode.capture.info import (CONCATENATED_CAPTURE, DAMAGED_BLOCK, GARBAGE_BETWEEN_BLOCKS,
-                                      TRUNCATED_FILE, TRUNCATED_RECORD, UNKNOWN_INTERFACE, CaptureInfo,
-                                      CaptureIssue)
+                                      TRUNCATED_FILE, TRUNCATED_RECORD, UNKNOWN_INTERFACE, UNREADABLE_TIME,
+                                      CaptureInfo, CaptureIssue)
 from amqp_decode.capture.source import CHUNK, Window
 
 NO_END = 1 << 62
 LOOKAHEAD = CHAIN * (1 << 18) + CHUNK  # what a boundary search reads on at once (more when blocks are long)
 EPB_HEADER = 28  # type, length, interface, ts high, ts low, caplen, origlen
 DEFAULT_RESOLUTION = 10**6
+# The times a packet can carry: nanoseconds since 1970 in 64 bits (1677 to 2262), what every layer
+# after the reader holds them in. A damaged timestamp (or an interface's resolution or offset) can
+# put one far outside.
+TS_MIN_NS, TS_MAX_NS = -(1 << 63), (1 << 63) - 1
 
 
 class Interface:
@@ -187,7 +191,10 @@ class PcapngReader:
                         link_type, multiplier, divisor, offset_ns = (params.link_type, params.multiplier,
                                                                      params.divisor, params.offset_ns)
                         self._use(interface)
-                    ts = ((high << 32) | low) * multiplier // divisor + offset_ns
+                    stamp = ((high << 32) | low) * multiplier // divisor + offset_ns
+                    if not TS_MIN_NS <= stamp <= TS_MAX_NS:
+                        break  # a time no nanosecond clock holds: the slow path reports it
+                    ts = stamp
                     if first_ts is None:
                         first_ts = ts
                     index += 1
@@ -305,9 +312,21 @@ class PcapngReader:
         if block_type == SPB:
             caplen = min(origlen, params.snaplen or origlen, length - 16)
             return last_ts, params.link_type, buf[data_at:data_at + caplen]
-        high, low = high_low
-        ts = ((high << 32) | low) * params.multiplier // params.divisor + params.offset_ns
+        ts = self._time(params, *high_low, index, length, at, last_ts)
         return ts, params.link_type, buf[data_at:data_at + caplen]
+
+    def _time(self, params: Interface, high: int, low: int, index: int, length: int, at: int,
+              last_ts: int) -> int:
+        """A packet's time in nanoseconds; one beyond what 64 bits hold (a damaged timestamp, or
+        its interface's resolution or offset) is reported, and the packet, whose bytes may well be
+        right, kept with the previous packet's time (as a Simple Packet Block, which has none)."""
+        ts = ((high << 32) | low) * params.multiplier // params.divisor + params.offset_ns
+        if TS_MIN_NS <= ts <= TS_MAX_NS:
+            return ts
+        self._issue(UNREADABLE_TIME, f"the packet block at offset {at} has a time of {ts} ns since 1970 "
+                    f"(timestamp {(high << 32) | low} at {params.resolution} ticks/s, offset {params.offset_s} s), "
+                    "beyond 1677-2262: kept with the previous packet's time", index, 0, at, at + length)
+        return last_ts
 
     def _cut(self, p: int, block_type: int, index: int, last_ts: int) -> tuple[tuple | None, int]:
         """A plausible block cut by the end of the file: a truncated last packet, or damage (a
@@ -339,7 +358,7 @@ class PcapngReader:
                 else:  # cut after the packet, in its options or length
                     self._issue(TRUNCATED_FILE, f"the last block is cut short after its packet ({left} of its "
                                 "bytes are there)", index, 0, at, at + left)
-                ts = ((high << 32) | low) * params.multiplier // params.divisor + params.offset_ns
+                ts = self._time(params, high, low, index, left, at, last_ts)
                 return (ts, params.link_type, data), -1
         self._issue(TRUNCATED_FILE, f"{left} bytes at the end do not form a complete block (a capture cut "
                     "while being written?)", index, left, at, at + left)

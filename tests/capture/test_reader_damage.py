@@ -264,6 +264,70 @@ def test_a_corrupt_gzip_byte_keeps_what_came_before(name):
             assert "gzip-damaged" in [issue.kind for issue in info.issues], (at, value)
 
 
+# -- times no 64-bit nanosecond clock holds -------------------------------------------------------
+
+NEVER = 2**64 - 1  # ticks: at ns resolution, past 2262
+
+
+def test_a_packet_time_beyond_64_bit_nanoseconds_is_reported_and_the_packet_kept_with_the_last_time():
+    """A pcapng timestamp that damage, or its interface's resolution or offset, puts beyond what
+    64-bit nanoseconds since 1970 hold: reported where it is (`unreadable-time`), the packet kept
+    with the previous packet's time (none before it: 0), whether the hot loop meets it, a block
+    after another kind of block, the cut end of the file, or a byte range."""
+    d = frames(5)
+    head = shb() + idb(1, tsresol=9)
+    blocks = [epb(0, 10**18, d[0]), epb(0, NEVER, d[1]), epb(0, 10**18 + 5, d[2])]
+    records, info = read(head + b"".join(blocks))
+    assert records == [(10**18, 1, d[0]), (10**18, 1, d[1]), (10**18 + 5, 1, d[2])]
+    at = len(head) + len(blocks[0])
+    assert [(i.kind, i.record, i.offset, i.end_offset, i.bytes_skipped) for i in info.issues] == \
+        [("unreadable-time", 1, at, at + len(blocks[1]), 0)]
+    assert "18446744073709551615" in info.issues[0].detail and info.last_ts_ns == 10**18 + 5
+
+    after_idb = head + epb(0, 10**18, d[0]) + idb(1, tsresol=9) + epb(0, NEVER, d[1])  # the slow path
+    assert read(after_idb)[0] == [(10**18, 1, d[0]), (10**18, 1, d[1])]
+    cut = head + epb(0, 10**18, d[0]) + epb(0, NEVER, d[1])[:-12]  # the last block, cut in its packet
+    records, info = read(cut)
+    assert [r[0] for r in records] == [10**18, 10**18]
+    assert [i.kind for i in info.issues] == ["truncated-record", "unreadable-time"]
+
+    for interface in (idb(1, tsresol=0), idb(1, tsoffset=2**62)):  # every time: seconds taken for ticks, a wild offset
+        records, info = read(shb() + interface + b"".join(epb(0, 10**15 + i, d[i]) for i in range(3)))
+        assert records == [(0, 1, d[i]) for i in range(3)]
+        assert [i.kind for i in info.issues] == ["unreadable-time"] * 3
+
+    data = head + b"".join(blocks)
+    whole = read(data)
+    ranged, infos = [], []
+    for start, end in ((0, at + 3), (at + 3, len(data))):
+        info = CaptureInfo("mutant", len(data))
+        ranged += read_records("mutant", info, io.BytesIO(data), start=start, end=end)
+        infos.append(info)
+    assert ranged == whole[0]
+    assert [i.kind for info in infos for i in info.issues] == ["unreadable-time"]
+
+
+def test_a_time_beyond_64_bit_nanoseconds_does_not_stop_the_decoding(tmp_path):
+    """The decoder (compiled, it holds times in 64 bits) gets the packet with a time it can hold:
+    every frame of the capture is still decoded, and the damage is an issue record of its file."""
+    from amqp_decode.decoder import CaptureDecoder
+    original = sample_bytes(SAMPLES / "ipv6_pcapng.pcapng")
+    packets = [start for start, _ in record_spans(original) if original[start:start + 4] == b"\x06\0\0\0"]
+    assert len(packets) > 10  # enhanced packet blocks (the sample is little-endian)
+    mutant = bytearray(original)
+    start = packets[len(packets) // 2]  # a packet in the middle: its timestamp's high word
+    mutant[start + 12:start + 16] = b"\xff\xff\xff\xff"
+    path = tmp_path / "mutant.pcapng"
+    path.write_bytes(bytes(mutant))
+    before = [r for r in CaptureDecoder().decode([str(SAMPLES / "ipv6_pcapng.pcapng")]) if r["kind"] != "issue"]
+    records = list(CaptureDecoder().decode([str(path)]))
+    issues = [r for r in records if r["kind"] == "issue"]
+    assert [(r["issue_kind"], r["capture"], r["file_offset"]) for r in issues] == \
+        [("unreadable-time", str(path), start)]
+    assert [(r["kind"], r.get("method"), r["offset"]) for r in records if r["kind"] != "issue"] == \
+        [(r["kind"], r.get("method"), r["offset"]) for r in before]
+
+
 # -- concatenated and foreign files ----------------------------------------------------------------
 
 def test_concatenated_captures_are_read_through():

@@ -213,7 +213,7 @@ STREAM_ISSUES = {"gap", "resync", "framing", "truncated", "retransmission-confli
 # amqp_decode/capture/__init__.py: damage to the capture file itself
 CAPTURE_ISSUES = {"truncated-record", "truncated-file", "damaged-record-header", "garbage-between-blocks",
                   "damaged-block", "unknown-interface", "gzip-damaged", "concatenated-capture",
-                  "inconsistent-ranges"}
+                  "inconsistent-ranges", "unreadable-time"}
 KINDS = {"protocol-header", "method", "header", "body", "heartbeat", "issue"}
 FRAME_KINDS = {"protocol-header", "method", "header", "body", "heartbeat"}
 CONTENT_METHODS = {"basic.publish", "basic.deliver", "basic.get-ok", "basic.return"}

@@ -198,6 +198,15 @@ def test_f11_bytes_are_counted_once():
     oracles.check_accounting(records, stats.connection_summaries)
 
 
+def test_f12_a_time_beyond_64_bit_nanoseconds_is_an_issue_not_a_crash():
+    """F12, fixed: a pcapng timestamp past 2262 stopped the whole run (OverflowError in the compiled
+    packet parser). Now the packet keeps the previous packet's time and the file has an issue."""
+    records, stats = decode(corpus("stream-pcapng-time-beyond-64-bits.pcapng"))
+    assert [r["issue_kind"] for r in records if r["kind"] == "issue"] == ["unreadable-time"]
+    assert [r["kind"] for r in records] == ["protocol-header", "issue", "heartbeat", "heartbeat"]
+    assert stats.captures[0].issues[0].record == 4  # the fifth packet: the first heartbeat's
+
+
 def test_f11_reproducer_is_what_it_says():
     records, _ = decode(corpus("stream-streamed-body-gap-bad-end.pcap.gz"))
     kinds = {(r["issue_kind"], r["detail"].split(":")[0]) for r in records if r["kind"] == "issue"}

@@ -160,6 +160,17 @@ def build() -> dict[str, bytes]:
     segments = conversation(pieces)
     del segments[3 + 20]  # a segment inside the body frame, never captured
     files["stream-streamed-body-gap-bad-end.pcap.gz"] = gzip.compress(write_pcap(segments), mtime=0)
+
+    # F12: a pcapng packet whose timestamp's high word is damaged: its time (past 2262) is more than
+    # the compiled packet parser's 64 bits hold: OverflowError, exit 70, every file of the run lost
+    capture = write_pcap(conversation([HEADER, heartbeat, heartbeat]))
+    blocks, p = [], 24
+    while p < len(capture):
+        sec, nsec, caplen, _ = struct.unpack_from("<IIII", capture, p)
+        ticks = (sec * 10**9 + nsec) // 1000  # the interface's default resolution: microseconds
+        blocks.append(epb(0, ticks | (0xFFFFFFFF << 32 if len(blocks) == 4 else 0), capture[p + 16:p + 16 + caplen]))
+        p += 16 + caplen
+    files["stream-pcapng-time-beyond-64-bits.pcapng"] = shb() + idb(1) + b"".join(blocks)
     return files
 
 
