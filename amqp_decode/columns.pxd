@@ -8,9 +8,15 @@ cdef class ColumnBuffer:
     cdef list columns
     cdef public Py_ssize_t size
     cdef public Py_ssize_t bytes
+    cdef Py_ssize_t capacity
 
+    cdef list _empty(self)
+    cdef _grow(self)
+    @cython.locals(size=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, columns=list, names=tuple)
     cpdef add(self, dict row)
+    @cython.locals(size=Py_ssize_t, i=Py_ssize_t, columns=list)
     cpdef add_values(self, tuple values)
+    @cython.locals(size=Py_ssize_t, column=list)
     cpdef list take(self)
 
 

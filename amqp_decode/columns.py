@@ -20,17 +20,36 @@ from __future__ import annotations
 
 import sys
 
+FIRST_CAPACITY = 64  # rows a ColumnBuffer's columns hold before they first grow
+
 
 class ColumnBuffer:
     def __init__(self, names) -> None:
         # Interned, as the rows' literal keys are: a lookup then matches by identity, without
         # comparing the strings (names from an Arrow schema are new string objects each time).
         self.names = tuple(sys.intern(name) for name in names)
-        self.columns = [[] for _ in self.names]
         self.size = 0
         self.bytes = 0  # what a caller counts of the rows held (PartColumns: their payloads)
+        self.capacity = 0
+        self.columns = self._empty()
+
+    def _empty(self) -> list:
+        # Columns come filled with nulls ahead of the rows (doubling as they grow): most values of
+        # a wide table's row are null (a method's arguments), and a null is then left in place
+        # rather than appended.
+        self.capacity = FIRST_CAPACITY
+        return [[None] * FIRST_CAPACITY for _ in self.names]
+
+    def _grow(self) -> None:
+        more = [None] * self.capacity
+        for column in self.columns:
+            column += more
+        self.capacity *= 2
 
     def add(self, row: dict) -> None:
+        size = self.size
+        if size == self.capacity:
+            self._grow()
         names = self.names
         columns = self.columns
         n = len(names)
@@ -40,26 +59,35 @@ class ColumnBuffer:
         for key, value in row.items():
             if i == n or key is not names[i]:
                 break
-            columns[i].append(value)
+            if value is not None:
+                columns[i][size] = value
             i += 1
         while i < n:
-            columns[i].append(row.get(names[i]))
+            value = row.get(names[i])
+            if value is not None:
+                columns[i][size] = value
             i += 1
-        self.size += 1
+        self.size = size + 1
 
     def add_values(self, values: tuple) -> None:
         """A row given as its values, one per name, in order."""
         columns = self.columns
         if len(values) != len(columns):
             raise ValueError(f"{len(values)} values for {len(columns)} columns")
+        size = self.size
+        if size == self.capacity:
+            self._grow()
         for i in range(len(columns)):
-            columns[i].append(values[i])
-        self.size += 1
+            columns[i][size] = values[i]
+        self.size = size + 1
 
     def take(self) -> list:
         """The columns so far (a list per name, in order); the buffer starts over."""
         columns = self.columns
-        self.columns = [[] for _ in self.names]
+        size = self.size
+        for column in columns:
+            del column[size:]
+        self.columns = self._empty()
         self.size = 0
         self.bytes = 0
         return columns

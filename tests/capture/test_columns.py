@@ -35,6 +35,26 @@ def test_a_buffer_reused_after_take_keeps_only_new_rows():
     assert buffer.take() == [[None], ["y"]]
 
 
+def test_columns_grow_past_their_first_capacity_and_start_over_after_a_take():
+    """Columns come filled with nulls ahead of the rows and double as rows come: whatever the number
+    of rows (none, one, exactly a capacity, past several doublings), a take holds exactly the rows
+    added since the last one, a null where a row gave none or gave None, and a value where it gave
+    one (falsy ones too)."""
+    from amqp_decode.columns import FIRST_CAPACITY
+    names = ("a", "b", "c")
+    buffer = ColumnBuffer(names)
+    for count in (0, 1, FIRST_CAPACITY, FIRST_CAPACITY + 1, 5 * FIRST_CAPACITY + 3, 2):
+        rows = [{"a": n, "b": None if n % 3 else f"s{n}", **({"c": n % 2 == 0} if n % 5 else {})}
+                for n in range(count)]
+        for n, row in enumerate(rows):
+            if n % 7 == 3:
+                buffer.add_values(tuple(row.get(name) for name in names))
+            else:
+                buffer.add(row)
+        assert buffer.size == count
+        assert buffer.take() == [[row.get(name) for row in rows] for name in names], count
+
+
 def test_rows_given_as_values_go_to_their_columns_and_a_short_one_is_refused():
     buffer = ColumnBuffer(("ts_ns", "payload"))
     buffer.add_values((1, b"ab"))
