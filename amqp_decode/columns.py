@@ -3,8 +3,9 @@
 A row (a dict keyed by column name; an absent key is null) is split into its columns as it comes,
 while its dict is still in the CPU's cache: one list per column, in the order given. Turning held
 rows into columns later (a tuple per row, then a transposition) costs several times more: every
-column is a walk over thousands of scattered objects. Compiled, `add` is one list append per column,
-plus one dictionary lookup per column for a row whose keys are not in the columns' order.
+column is a walk over thousands of scattered objects. Compiled, `add` stores each non-null value in
+its column (the columns are filled with nulls ahead), plus one dictionary lookup per column for a
+row whose keys are not in the columns' order.
 
     buffer = ColumnBuffer(("date", "connection", "ts_ns"))
     buffer.add(row)
@@ -30,8 +31,7 @@ class ColumnBuffer:
         self.names = tuple(sys.intern(name) for name in names)
         self.size = 0
         self.bytes = 0  # what a caller counts of the rows held (PartColumns: their payloads)
-        self.capacity = 0
-        self.columns = self._empty()
+        self.columns = self._empty()  # (and the capacity)
 
     def _empty(self) -> list:
         # Columns come filled with nulls ahead of the rows (doubling as they grow): most values of
