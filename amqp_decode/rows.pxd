@@ -3,6 +3,9 @@
 # calls between them skip Python's method lookup (a few percent of a decode task's instructions).
 cimport cython
 
+cdef dict _DAYS
+cdef long long _DAY_NS
+
 cpdef object to_json(object value)
 cpdef object _int64(object value)
 cpdef object message_key(object connection, object direction, object stream_offset)

@@ -100,10 +100,11 @@ def message_key(connection: str | None, direction: str | None, stream_offset: in
 
 
 _DAYS: dict[int, datetime.date] = {}  # day number -> its date (made once: rows come by the million)
+_DAY_NS = 86_400_000_000_000  # (a C integer when compiled, as _DAYS is a typed dict: rows.pxd)
 
 
 def _date(ts_ns: int) -> datetime.date:
-    days = ts_ns // 86_400_000_000_000
+    days = ts_ns // _DAY_NS
     date = _DAYS.get(days)
     if date is None:
         date = _DAYS[days] = _EPOCH + datetime.timedelta(days=days)

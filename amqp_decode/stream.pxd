@@ -68,7 +68,8 @@ cdef class FrameReader:
     cpdef _issue(self, str kind, str detail, long long skipped, long long start, long long end, object channel,
                  tuple first=*)
     cpdef tuple _first_byte(self, long long offset)
-    @cython.locals(chunk_end=cython.longlong, ts_ns=cython.longlong, capture=cython.int, record=cython.longlong)
+    # (only the offset typed: the times and record numbers are handed on as the objects they are)
+    @cython.locals(chunk_end=cython.longlong)
     cpdef tuple timestamps(self, long long start, long long end)
 
 
@@ -106,7 +107,8 @@ cdef class AmqpConnection(StreamSink):
     cpdef protocol_header(self, FrameReader reader, object header, long long offset)
     cpdef bint no_protocol_header(self, FrameReader reader, object buf, long long pos)
     cpdef _decide_client(self, object direction, str how)
-    @cython.locals(channel=cython.int, record=dict, content=_Content)
+    @cython.locals(channel=cython.int, record=dict, content=_Content, method_frame=MethodFrame,
+                   header=ContentHeader, body=ContentBody)
     cpdef frame(self, FrameReader reader, Frame frame, long long start, long long end)
     @cython.locals(content=_Content, size=cython.longlong)
     cpdef _body(self, FrameReader reader, int channel, object payload, long long start, long long end,
@@ -123,8 +125,7 @@ cdef class AmqpConnection(StreamSink):
     cpdef _close_content(self, tuple key, bint complete, str why=*)
     cpdef issue(self, FrameReader reader, str kind, str detail, long long skipped, long long start, long long end,
                 object channel, object ts=*)
-    @cython.locals(first=cython.longlong, last=cython.longlong, capture=cython.int, record=dict,
-                   first_record=cython.longlong, last_record=cython.longlong)
+    @cython.locals(capture=cython.int, record=dict)
     cpdef dict _record(self, FrameReader reader, str kind, long long start, long long end, object channel,
                        dict fields, bint hold=*, object ts=*)
     cpdef _release(self, int direction, dict record)

@@ -709,7 +709,8 @@ class AmqpConnection(StreamSink):
         kind = frame.kind
         channel = frame.channel
         if kind == "method":
-            method = frame.method
+            method_frame = frame  # (typed as its subclass in stream.pxd: compiled, its reads are C)
+            method = method_frame.method
             if self.client is None and len(method.directions) == 1:
                 sent_by_client = CLIENT_TO_SERVER in method.directions
                 self._decide_client(reader.direction if sent_by_client else 1 - reader.direction,
@@ -721,7 +722,7 @@ class AmqpConnection(StreamSink):
             record["method"] = method.full_name
             record["class_id"] = method.class_id
             record["method_id"] = method.method_id
-            record["args"] = frame.args
+            record["args"] = method_frame.args
             if not method.content:
                 self._release(reader.direction, record)
             else:
@@ -730,9 +731,10 @@ class AmqpConnection(StreamSink):
                                               body=bytearray() if self.settings.capture_bodies else None,
                                               received_bytes=bytearray() if self.settings.resumable else None)
         elif kind == "header":
-            fields = {"class": frame.class_name, "class_id": frame.class_id, "weight": frame.weight,
-                      "body_size": frame.body_size, "property_flags": list(frame.property_flags),
-                      "properties": frame.properties}
+            header = frame  # (typed as its subclass, as above)
+            fields = {"class": header.class_name, "class_id": header.class_id, "weight": header.weight,
+                      "body_size": header.body_size, "property_flags": list(header.property_flags),
+                      "properties": header.properties}
             content = self.contents.get((reader.direction, channel))
             if content is None or content.body_size is not None:
                 self._record(reader, "header", start, end, channel, fields)
@@ -742,11 +744,12 @@ class AmqpConnection(StreamSink):
                               "protocol error)", "bytes_skipped": 0})
             else:
                 content.records.append(self._record(reader, "header", start, end, channel, fields, hold=True))
-                content.body_size = frame.body_size
-                if frame.body_size == 0:
+                content.body_size = header.body_size
+                if header.body_size == 0:
                     self._close_content((reader.direction, channel), complete=True)
         elif kind == "body":
-            self._body(reader, channel, frame.payload, start, end)
+            body = frame  # (typed as its subclass, as above)
+            self._body(reader, channel, body.payload, start, end)
         elif kind == "heartbeat":
             self._record(reader, "heartbeat", start, end, channel, None)
         else:  # a frame type the spec defines but nothing here interprets (0-9 trace, oob-*)

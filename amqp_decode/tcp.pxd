@@ -2,6 +2,9 @@
 cimport cython
 from amqp_decode.packets cimport Segment
 
+cdef int _FIN, _SYN, _RST, _ACK
+cdef long long _SEQ_MOD, _NONE, _HALF_SEQ, _RECENT_BYTES
+
 
 cdef class StreamSink:
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)

@@ -31,6 +31,12 @@ HOLE_ACKS = 3
 
 NONE = -1  # an offset or sequence number not known yet (typed fields hold no None)
 
+# The constants above again, as C values when compiled (tcp.pxd): on the path of every segment a
+# flag test or a sequence wrap is then one instruction, not two module lookups and Python arithmetic.
+# (The public names stay Python objects: other modules and tests import them.)
+_FIN, _SYN, _RST, _ACK = TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK
+_SEQ_MOD, _NONE, _HALF_SEQ, _RECENT_BYTES = SEQ_MOD, NONE, 1 << 31, RECENT_BYTES
+
 
 class StreamSink:
     """What a connection's reassembled bytes go to (amqp_decode.stream.AmqpConnection; tests'
@@ -77,19 +83,19 @@ class HalfStream:
 
     def offset(self, seq: int) -> int:
         """The stream offset of a sequence number: the unwrapped value nearest to `next`."""
-        relative = (seq - self.base) % SEQ_MOD
-        return relative + ((self.next - relative + (1 << 31)) // SEQ_MOD) * SEQ_MOD
+        relative = (seq - self.base) % _SEQ_MOD
+        return relative + ((self.next - relative + _HALF_SEQ) // _SEQ_MOD) * _SEQ_MOD
 
     def on_syn(self, seq: int) -> None:
-        if self.base == NONE or (not self.syn and self.next == 0):
-            self.base = (seq + 1) % SEQ_MOD
+        if self.base == _NONE or (not self.syn and self.next == 0):
+            self.base = (seq + 1) % _SEQ_MOD
         self.syn = True
 
     def on_segment(self, seq: int, data: bytes, fin: bool, ts_ns: int, capture: int, record: int) -> None:
         self.packets += 1
         if not data and not fin:  # a pure ACK: nothing to place
             return
-        if self.base == NONE:
+        if self.base == _NONE:
             self.base = seq  # mid-stream start: offset 0 is the first byte seen
         start = self.offset(seq)
         if fin:
@@ -114,7 +120,7 @@ class HalfStream:
 
     def on_ack_from_peer(self, ack: int) -> None:
         """The peer acknowledged up to `ack`: repeated past a hole, the hole will not be filled."""
-        if self.pending and self.base != NONE and self.offset(ack) >= self.pending[0][0]:
+        if self.pending and self.base != _NONE and self.offset(ack) >= self.pending[0][0]:
             self.hole_acks += 1
             if self.hole_acks >= HOLE_ACKS:
                 self._skip_to_pending()
@@ -123,7 +129,7 @@ class HalfStream:
         """No more segments will come: waiting data is delivered around its holes."""
         while self.pending:
             self._skip_to_pending()
-        if self.fin != NONE and self.fin > self.next:
+        if self.fin != _NONE and self.fin > self.next:
             self.sink.gap(self.direction, self.next, self.fin - self.next, ts_ns)
             self.next = self.fin
 
@@ -132,7 +138,7 @@ class HalfStream:
         self.bytes += len(data)
         self.recent.append((start, data))
         self.recent_bytes += len(data)
-        while self.recent_bytes > RECENT_BYTES and len(self.recent) > 1:
+        while self.recent_bytes > _RECENT_BYTES and len(self.recent) > 1:
             self.recent_bytes -= len(self.recent.popleft()[1])
         self.sink.data(self.direction, start, data, ts_ns, capture, record)
 
@@ -250,15 +256,15 @@ class TcpTracker:
             # (so what a connection becomes never depends on which others share its decoder)
             self._end(connection, connection.end_reason(), connection.last_ts_ns)
             connection = None
-        if flags & TCP_SYN and not flags & TCP_ACK and connection is not None:
+        if flags & _SYN and not flags & _ACK and connection is not None:
             half = connection.halves[0 if (seg.src, seg.sport) == connection.a else 1]
-            same_syn = half.syn and half.base == (seg.seq + 1) % SEQ_MOD
+            same_syn = half.syn and half.base == (seg.seq + 1) % _SEQ_MOD
             if not same_syn and (connection.closed or half.syn or half.next or half.pending):
                 self._end(connection, "port-reuse" if not connection.closed else connection.end_reason(),
                           seg.ts_ns)
                 connection = None
         if connection is None:
-            if not seg.payload and not flags & TCP_SYN:
+            if not seg.payload and not flags & _SYN:
                 self.ignored_packets += 1
                 return
             connection = self._open(seg)
@@ -272,24 +278,24 @@ class TcpTracker:
             connection.stream_capture = capture
             if seg.stream >= 0 and capture not in connection.streams:
                 connection.streams[capture] = seg.stream
-        if flags & TCP_SYN:
+        if flags & _SYN:
             half.on_syn(seg.seq)
-            if not flags & TCP_ACK:
+            if not flags & _ACK:
                 connection.syn_from = direction
             half.packets += 1
             if seg.payload:  # data on a SYN (TFO) starts at offset 0
-                half.on_segment((seg.seq + 1) % SEQ_MOD, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture,
+                half.on_segment((seg.seq + 1) % _SEQ_MOD, seg.payload, bool(flags & _FIN), seg.ts_ns, capture,
                                 seg.record)
         else:
-            half.on_segment(seg.seq, seg.payload, bool(flags & TCP_FIN), seg.ts_ns, capture, seg.record)
-        if flags & TCP_ACK:
+            half.on_segment(seg.seq, seg.payload, bool(flags & _FIN), seg.ts_ns, capture, seg.record)
+        if flags & _ACK:
             other = connection.halves[1 - direction]
             if other.pending:
                 other.on_ack_from_peer(seg.ack)
-        if flags & (TCP_FIN | TCP_RST):
-            if flags & TCP_FIN:
+        if flags & (_FIN | _RST):
+            if flags & _FIN:
                 connection.fins[direction] = True
-            if flags & TCP_RST:
+            if flags & _RST:
                 connection.rst = True
             if connection.closed and connection.closed_at is None:
                 connection.closed_at = seg.ts_ns
