@@ -2,6 +2,8 @@
 cimport cython
 from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, body_frame, header_frame, method_frame
 
+cdef long long _HEADER_SIZE
+
 
 cdef class Codec:
     cdef public object spec

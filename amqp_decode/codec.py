@@ -26,6 +26,7 @@ from amqp_decode.redact import SECRET_FIELDS, redact
 from amqp_decode.spec import Method, Spec, load_spec
 
 FRAME_HEADER_SIZE = 7  # type octet, channel short, size long
+_HEADER_SIZE = FRAME_HEADER_SIZE  # (the same as a C value when compiled, for every frame: codec.pxd)
 _FRAME_HEADER = struct.Struct(">BHI").unpack_from
 _IDS = struct.Struct(">HH").unpack_from
 _CONTENT_HEADER = struct.Struct(">HHQH").unpack_from  # class, weight, body size, first flag word
@@ -91,7 +92,7 @@ class Codec:
                      max_payload: int = DEFAULT_MAX_PAYLOAD) -> tuple[Frame, int]:
         """Decode the frame starting at `offset`; return it and the offset just after it."""
         view = buf  # (the compiled build reads it through a typed view of bytes or bytearray)
-        if offset + FRAME_HEADER_SIZE > len(view):
+        if offset + _HEADER_SIZE > len(view):
             raise TruncatedFrame(f"frame header needs {FRAME_HEADER_SIZE} bytes, have "
                                  f"{max(0, len(view) - offset)}", offset)
         frame_type = view[offset]
@@ -99,7 +100,7 @@ class Codec:
         size = view[offset + 3]
         size = (size << 24) | (view[offset + 4] << 16) | (view[offset + 5] << 8) | view[offset + 6]
         type_name = self.frame_types.get(frame_type)
-        start = offset + FRAME_HEADER_SIZE
+        start = offset + _HEADER_SIZE
         end = start + size
         if type_name is None or size > max_payload or end >= len(view):
             if type_name is None:

@@ -10,7 +10,7 @@ cdef class ColumnBuffer:
     cdef public Py_ssize_t bytes
     cdef Py_ssize_t capacity
 
-    cdef list _empty(self)
+    cdef list _empty(self, Py_ssize_t capacity)
     cdef _grow(self)
     @cython.locals(size=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, columns=list, names=tuple)
     cpdef add(self, dict row)

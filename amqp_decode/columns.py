@@ -31,14 +31,14 @@ class ColumnBuffer:
         self.names = tuple(sys.intern(name) for name in names)
         self.size = 0
         self.bytes = 0  # what a caller counts of the rows held (PartColumns: their payloads)
-        self.columns = self._empty()  # (and the capacity)
+        self.columns = self._empty(FIRST_CAPACITY)  # (and the capacity)
 
-    def _empty(self) -> list:
+    def _empty(self, capacity: int) -> list:
         # Columns come filled with nulls ahead of the rows (doubling as they grow): most values of
         # a wide table's row are null (a method's arguments), and a null is then left in place
         # rather than appended.
-        self.capacity = FIRST_CAPACITY
-        return [[None] * FIRST_CAPACITY for _ in self.names]
+        self.capacity = capacity
+        return [[None] * capacity for _ in self.names]
 
     def _grow(self) -> None:
         more = [None] * self.capacity
@@ -87,7 +87,9 @@ class ColumnBuffer:
         size = self.size
         for column in columns:
             del column[size:]
-        self.columns = self._empty()
+        # The next rows start with room for as many as these: a writer takes its batches at a
+        # steady size, and growing to it again by doubling copied every column eight times.
+        self.columns = self._empty(size if size > FIRST_CAPACITY else FIRST_CAPACITY)
         self.size = 0
         self.bytes = 0
         return columns

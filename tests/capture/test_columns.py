@@ -36,14 +36,15 @@ def test_a_buffer_reused_after_take_keeps_only_new_rows():
 
 
 def test_columns_grow_past_their_first_capacity_and_start_over_after_a_take():
-    """Columns come filled with nulls ahead of the rows and double as rows come: whatever the number
-    of rows (none, one, exactly a capacity, past several doublings), a take holds exactly the rows
-    added since the last one, a null where a row gave none or gave None, and a value where it gave
-    one (falsy ones too)."""
+    """Columns come filled with nulls ahead of the rows and double as rows come, and after a take
+    start with room for as many rows as it held: whatever the number of rows (none, one, exactly a
+    capacity, past several doublings, fewer than the room left by the take before, more than it),
+    a take holds exactly the rows added since the last one, a null where a row gave none or gave
+    None, and a value where it gave one (falsy ones too)."""
     from amqp_decode.columns import FIRST_CAPACITY
     names = ("a", "b", "c")
     buffer = ColumnBuffer(names)
-    for count in (0, 1, FIRST_CAPACITY, FIRST_CAPACITY + 1, 5 * FIRST_CAPACITY + 3, 2):
+    for count in (0, 1, FIRST_CAPACITY, FIRST_CAPACITY + 1, 5 * FIRST_CAPACITY + 3, 2, 3, 11 * FIRST_CAPACITY + 5):
         rows = [{"a": n, "b": None if n % 3 else f"s{n}", **({"c": n % 2 == 0} if n % 5 else {})}
                 for n in range(count)]
         for n, row in enumerate(rows):
