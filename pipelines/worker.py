@@ -31,8 +31,6 @@ value wins. (This module imports pyarrow only when a task prepares, so the comma
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import importlib.abc
 import os
 import sys
@@ -87,6 +85,9 @@ def answer_without_pandas() -> bool:
 
 def steady_heap() -> bool:
     """glibc's mmap and trim thresholds fixed at HEAP_THRESHOLD (False where the C library is not glibc)."""
+    # (imported here: every command imports this module for one_blas_thread, and ctypes.util costs ~7 ms)
+    import ctypes
+    import ctypes.util
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name)
