@@ -2,6 +2,9 @@
 from amqp_decode.analytics.common cimport arguments, micros, side, where_from
 
 
+cdef dict _COUNTED
+
+
 cdef class ChannelRules:
     cdef public object emit
     cdef public dict current

@@ -14,6 +14,9 @@ from amqp_decode.tables import CHANNELS
 
 COUNTED = {"channel.flow": "flow_events", "basic.publish": "publishes", "basic.deliver": "deliveries",
            "basic.get-ok": "deliveries", "basic.reject": "rejects"}
+# C-typed twin of the table above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; channels.pxd). The public name stays a Python object.
+_COUNTED = COUNTED
 
 
 class ChannelRules:
@@ -34,8 +37,8 @@ class ChannelRules:
                 self._emit()
             current = self.current = self._new(row, opened=method == "channel.open", instance=instance)
             self.pending_consumes = []
-        if method in COUNTED:
-            current[COUNTED[method]] += 1
+        if method in _COUNTED:
+            current[_COUNTED[method]] += 1
         elif method in ("basic.ack", "basic.nack"):
             if side(row["direction"]) == "server":
                 current["confirms"] += 1

@@ -2,6 +2,9 @@
 from amqp_decode.analytics.common cimport arguments, micros, side, text_of, to_int
 
 
+cdef dict _MILESTONES, _FIRST_FACTS, _COUNTS
+
+
 cdef class ConnectionRules:
     cdef public object naming
     cdef public object emit

@@ -50,6 +50,9 @@ def _open(args: dict) -> dict:
 # method -> the connection facts its first occurrence (by time) gives
 FIRST_FACTS = {"connection.start": _start, "connection.start-ok": _start_ok, "connection.tune": _tune,
                "connection.tune-ok": _tune_ok, "connection.open": _open}
+# C-typed twins of the tables above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; connections.pxd). The public names stay Python objects.
+_MILESTONES, _FIRST_FACTS, _COUNTS = MILESTONES, FIRST_FACTS, COUNTS
 
 
 class ConnectionRules:
@@ -68,7 +71,7 @@ class ConnectionRules:
         self.closed_cleanly = False
         self.last_client_frame_ns: int | None = None
         self.protocol_header_ns: int | None = None
-        self.counts = dict.fromkeys(COUNTS.values(), 0)
+        self.counts = dict.fromkeys(_COUNTS.values(), 0)
 
     def frame(self, row: dict) -> None:
         self.frames += 1
@@ -81,13 +84,13 @@ class ConnectionRules:
 
     def method(self, row: dict) -> None:
         method, ts = row["method"], row["ts_ns"]
-        column = MILESTONES.get(method)
+        column = _MILESTONES.get(method)
         if column is not None and (column not in self.milestones or ts < self.milestones[column]):
             self.milestones[column] = ts
-        facts = FIRST_FACTS.get(method)
+        facts = _FIRST_FACTS.get(method)
         if facts is not None and (method not in self.facts or ts < self.facts[method][0]):
             self.facts[method] = (ts, facts(arguments(row)))
-        counted = COUNTS.get(method)
+        counted = _COUNTS.get(method)
         if counted is not None:
             self.counts[counted] += 1
         elif method == "connection.close":
@@ -107,7 +110,7 @@ class ConnectionRules:
                                                    "status", "version")}
         row.update(saw_start=stream.get("syn_seen"), started_at=stream.get("first_ts"),
                    ended_at=stream.get("last_ts"))
-        for name in MILESTONES.values():
+        for name in _MILESTONES.values():
             row[name] = micros(self.milestones.get(name))
         row["protocol_header_at"] = micros(self.protocol_header_ns)
         for _, facts in self.facts.values():

@@ -3,6 +3,10 @@ from amqp_decode.analytics.common cimport micros, where_from
 from amqp_decode.rows cimport message_key
 
 
+cdef dict _SETTLE
+cdef frozenset _RELEVANT
+
+
 cdef class DeliveryRules:
     cdef public object emit
     cdef public int instance

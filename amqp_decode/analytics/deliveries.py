@@ -23,6 +23,9 @@ SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}
 RELEVANT = frozenset({"basic.deliver", "basic.get-ok", "basic.get", "basic.get-empty", "basic.consume",
                       "basic.consume-ok", "basic.ack", "basic.nack", "basic.reject", "channel.open",
                       "channel.close", "channel.close-ok"})
+# C-typed twins of the tables above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; deliveries.pxd). The public names stay Python objects.
+_SETTLE, _RELEVANT = SETTLE, RELEVANT
 
 
 class DeliveryRules:
@@ -45,7 +48,7 @@ class DeliveryRules:
 
     def method(self, row: dict, instance: int, message: dict | None = None) -> None:
         method = row["method"]
-        if method not in RELEVANT:
+        if method not in _RELEVANT:
             return
         from_client = row["direction"] == CLIENT_TO_SERVER
         if method == "channel.open":
@@ -82,7 +85,7 @@ class DeliveryRules:
                 else:
                     self.last_tag = tag
                 self.outstanding[tag] = delivery
-        elif method in SETTLE and from_client:
+        elif method in _SETTLE and from_client:
             tag = row["delivery_tag"]
             multiple = bool(row["multiple"]) and method != "basic.reject"
             if multiple and tag == 0:
@@ -99,7 +102,7 @@ class DeliveryRules:
                 covered = [tag] if tag in self.outstanding else []
             requeue = row["requeue"] if method != "basic.ack" else None
             for t in sorted(covered, key=_tag_order):
-                self._settled(self.outstanding.pop(t), SETTLE[method], row["ts_ns"], requeue, multiple)
+                self._settled(self.outstanding.pop(t), _SETTLE[method], row["ts_ns"], requeue, multiple)
 
     def end(self, closed_ns: int | None) -> None:
         """The connection ended; `closed_ns`: when a close method or the TCP end closed it (None

@@ -9,6 +9,9 @@ from amqp_decode.analytics.naming import Naming
 from amqp_decode.tables import ERRORS
 
 CLOSES = ("connection.close", "channel.close")
+# C-typed twin of the table above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; errors.pxd). The public name stays a Python object.
+_CLOSES = CLOSES
 
 
 class ErrorRules:
@@ -18,7 +21,7 @@ class ErrorRules:
 
     def method(self, row: dict) -> None:
         method = row["method"]
-        if method in CLOSES:
+        if method in _CLOSES:
             if (row["reply_code"] or 0) in (0, 200):
                 return
         elif method != "basic.return" and not (method == "basic.nack" and row["direction"] == "S>C"):

@@ -2,6 +2,9 @@
 from amqp_decode.analytics.common cimport arguments, micros, side, where_from
 
 
+cdef frozenset _EVENTS
+
+
 cdef class FlowRules:
     cdef public object emit
     cdef public dict open

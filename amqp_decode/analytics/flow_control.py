@@ -10,6 +10,9 @@ from amqp_decode.analytics.common import Emit, arguments, micros, side, where_fr
 from amqp_decode.tables import FLOW_CONTROL
 
 EVENTS = frozenset({"channel.flow", "connection.blocked", "connection.unblocked"})
+# C-typed twin of the table above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; flow_control.pxd). The public name stays a Python object.
+_EVENTS = EVENTS
 
 
 class FlowRules:
@@ -23,7 +26,7 @@ class FlowRules:
 
     def method(self, row: dict) -> None:
         method = row["method"]
-        if method not in EVENTS:
+        if method not in _EVENTS:
             return
         if method == "channel.flow":
             mechanism, stops = "channel.flow", arguments(row).get("active") is False

@@ -4,6 +4,10 @@ from amqp_decode.analytics.common cimport micros, where_from
 from amqp_decode.rows cimport message_key
 
 
+cdef frozenset _RELEVANT
+cdef tuple _LIFETIME_ENDS
+
+
 cdef class _Publish:
     cdef public object row
     cdef public bint confirm

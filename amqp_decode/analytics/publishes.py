@@ -26,6 +26,9 @@ from amqp_decode.tables import PUBLISHES
 RELEVANT = frozenset({"channel.open", "channel.close", "channel.close-ok", "confirm.select", "tx.select",
                       "tx.commit", "tx.rollback", "basic.publish", "basic.ack", "basic.nack", "basic.return"})
 LIFETIME_ENDS = ("channel.open", "channel.close", "channel.close-ok")
+# C-typed twins of the tables above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; publishes.pxd). The public names stay Python objects.
+_RELEVANT, _LIFETIME_ENDS = RELEVANT, LIFETIME_ENDS
 
 
 class _Publish:
@@ -61,12 +64,12 @@ class PublishRules:
 
     def method(self, row: dict, instance: int, message: dict | None) -> None:
         method = row["method"]
-        if method not in RELEVANT:
+        if method not in _RELEVANT:
             return
         from_client = row["direction"] == CLIENT_TO_SERVER
         if self.returnable:
             self._expire_returns(row["ts_ns"])
-        if method in LIFETIME_ENDS:
+        if method in _LIFETIME_ENDS:
             self.end()
             self._begin(instance if method == "channel.open" else self.instance)
         elif method == "confirm.select" and from_client:

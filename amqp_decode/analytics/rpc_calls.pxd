@@ -2,6 +2,9 @@
 from amqp_decode.analytics.common cimport micros, side, where_from
 
 
+cdef tuple _CLOSES
+
+
 cdef class RpcRules:
     cdef public object naming
     cdef public object emit

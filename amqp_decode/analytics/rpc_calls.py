@@ -21,6 +21,9 @@ from amqp_decode.tables import RPC_CALLS
 
 CLOSES = ("channel.close", "connection.close")
 EARLY_LIMIT = 1024  # unrequested replies kept per channel (a capture that began mid-conversation)
+# C-typed twin of the table above, what the rules read (compiled: a C variable, not a module
+# global looked up by name per method; rpc_calls.pxd). The public name stays a Python object.
+_CLOSES = CLOSES
 
 
 class RpcRules:
@@ -53,7 +56,7 @@ class RpcRules:
         if answered is not None:
             self.pending.remove(answered)
             self._answer(answered, method, row["ts_ns"], "ok", None, None)
-        elif method in CLOSES and (row["reply_code"] or 0) not in (0, 200):
+        elif method in _CLOSES and (row["reply_code"] or 0) not in (0, 200):
             for call in [p for p in self.pending if p["requester"] != requester]:
                 self.pending.remove(call)
                 self._answer(call, method, row["ts_ns"], "error", row["reply_code"], row["reply_text"])
@@ -78,7 +81,7 @@ class RpcRules:
     def end(self, close_code: int | None, close_text: str | None) -> None:
         """The connection ended; `close_code`/`close_text` of its first connection.close."""
         for call in self.pending:
-            if close_code not in (None, 0, 200) and call["request"] not in CLOSES:
+            if close_code not in (None, 0, 200) and call["request"] not in _CLOSES:
                 self._answer(call, "connection.close", None, "error", close_code, close_text)
             else:
                 self._answer(call, None, None, "no-reply", None, None)
