@@ -2,10 +2,12 @@
 Cython when a C compiler is there: the same .py files, typed by the .pxd files beside them (pure
 Python mode), so the interpreted modules stay the reference. Without a compiler (or Cython), the
 build says so once and installs the interpreted modules; `amqpcap --version` tells which is in use.
-AMQPCAP_NO_COMPILE=1 builds without compiling.
+AMQPCAP_NO_COMPILE=1 builds without compiling. A module not compiled by this build loses the
+extension an earlier in-place build left beside it (it would still be imported, running old code).
 """
 
 import ast
+import glob
 import os
 import sys
 
@@ -37,6 +39,21 @@ def say(message: str) -> None:
     print(f"amqpcap: {message}", file=sys.stderr)
 
 
+def remove_stale(modules: list[str]) -> None:
+    """Extensions an earlier in-place build (pip install -e) left beside these .py files, which this
+    build does not remake: Python would import them rather than the .py, running old code while
+    `amqpcap --version` says "compiled"."""
+    stale = []
+    for module in modules:
+        stem = os.path.join(HERE, module.removesuffix(".py"))
+        stale += glob.glob(stem + ".so") + glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd")
+    for path in stale:
+        os.remove(path)
+    if stale:
+        say(f"removed {len(stale)} compiled module(s) an earlier build left, so that the interpreted ones run: "
+            + ", ".join(sorted(os.path.relpath(path, HERE) for path in stale)))
+
+
 class OptionalBuildExt(build_ext):
     """A failed compilation is not a failed install: the interpreted modules are used instead.
     Modules compile in parallel, one per core (the serial build took minutes)."""
@@ -51,22 +68,26 @@ class OptionalBuildExt(build_ext):
             super().run()
         except Exception as error:  # no compiler at all
             say(f"the hot path could not be compiled ({error}); the interpreted decoder will be used")
+            remove_stale(hot_modules())
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as error:
             say(f"{ext.name} could not be compiled ({error}); its interpreted module will be used")
+            remove_stale([ext.name.replace(".", "/") + ".py"])
 
 
 def extensions():
     if os.environ.get("AMQPCAP_NO_COMPILE"):
         say("AMQPCAP_NO_COMPILE is set: the interpreted decoder will be used")
+        remove_stale(hot_modules())
         return []
     try:
         from Cython.Build import cythonize
     except ImportError:
         say("Cython is not installed: the interpreted decoder will be used")
+        remove_stale(hot_modules())
         return []
     # Safety: the compiled code parses untrusted bytes; every index stays checked (boundscheck)
     # unless a length check in the same function proves it.
@@ -78,6 +99,7 @@ def extensions():
         return cythonize(hot_modules(), compiler_directives=directives, quiet=True)
     except Exception as error:  # a Cython that cannot translate them: still an install
         say(f"the hot path could not be translated by Cython ({error}); the interpreted decoder will be used")
+        remove_stale(hot_modules())
         return []
 
 
