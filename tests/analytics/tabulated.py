@@ -11,6 +11,8 @@ from collections import defaultdict
 from pathlib import Path
 from urllib.parse import unquote
 
+import pytest
+
 from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows, side_order
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES, TABLES
@@ -39,10 +41,14 @@ def message_flows(publishes: list[dict], deliveries: list[dict]) -> list[dict]:
 
 @functools.lru_cache(maxsize=4)
 def tabulated_folder(folder: str, only: tuple[str, ...] | None = None) -> dict[str, list[dict]]:
-    """Every table of the captures in `folder` (only those named in `only`, relative paths)."""
-    paths = expand_inputs([folder])
+    """Every table of the captures in `folder` (only those named in `only`, relative paths). A
+    folder without them fails the test by name: empty tables would only say 0 rows != N."""
+    paths = expand_inputs([folder]) if os.path.isdir(folder) else []
     if only is not None:
         paths = [p for p in paths if os.path.relpath(p, folder) in only]
+    if not paths:
+        pytest.fail(f"no captures at {folder}" + (f" (of {len(only)} named)" if only else "")
+                    + ": the shared reference material is beside the checkout, at ../shared")
     return tabulate(paths)
 
 
