@@ -14,7 +14,7 @@ setup: $(STAMP)
 
 # The compiled build is made from the .py files: a changed one rebuilds it (a stale extension
 # would silently run the old code).
-$(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.pxd amqp_decode/*.py amqp_decode/*/*.py amqpcap/decodeview/*.py)
+$(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.pxd amqp_decode/*.py amqp_decode/*/*.py amqpcap/decodeview/*.py amqpcap/decodeview/*.pxd)
 	@if [ -d $(VENV) ] && [ "$$(cat $(VENV)/.checkout 2>/dev/null)" != "$(CURDIR)" ]; then \
 		echo "amqpcap: $(VENV) was made for another checkout: rebuilding it"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -40,9 +40,9 @@ def value_text(value) -> str:
     if value is None:
         return "null"
     if kind is dict:
-        return "{" + ", ".join(f"{_key(k)}={value_text(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join([f"{_key(k)}={value_text(v)}" for k, v in value.items()]) + "}"
     if kind is list:
-        return "[" + ", ".join(value_text(v) for v in value) + "]"
+        return "[" + ", ".join([value_text(v) for v in value]) + "]"
     if kind is Timestamp:
         return value.isoformat()
     if kind is float or kind is Decimal:
@@ -75,6 +75,7 @@ class Readable:
         self._second_text = ""
         self._heads: dict[tuple, str] = {}
         self._naming: dict = {}
+        self._said: dict = {}  # key -> {string value -> "key=value" as written}: names, tags repeat
 
     # -- the common start of a line --------------------------------------------------------------
 
@@ -114,9 +115,26 @@ class Readable:
             return text[:max(width - 3, 0)] + "..."
         return text
 
-    def _pairs(self, values: dict) -> str:
-        cut = self._cut
-        return " ".join(f"{key}={cut(value_text(value))}" for key, value in values.items())
+    def _pair(self, key: str, value) -> str:
+        """`key=value`, the value cut. A string value (exchange, routing key, queue, consumer tag,
+        content type...) is rendered once per key and remembered: most lines repeat them."""
+        if type(value) is not str:
+            return key + "=" + self._cut(value_text(value))
+        said = self._said.get(key)
+        if said is None:
+            said = self._said[key] = {}
+        text = said.get(value)
+        if text is None:
+            if len(said) >= 4096:  # unbounded values (message ids...): keep the memory bounded
+                said.clear()
+            text = said[value] = key + "=" + self._cut(value_text(value))
+        return text
+
+    def _pairs(self, values: dict, sep: str = " ") -> str:
+        parts = []
+        for key, value in values.items():
+            parts.append(self._pair(key, value))
+        return sep.join(parts)
 
     def _names(self, record: dict):
         version = self.versions(record["connection"]) if self.versions is not None else None
@@ -131,7 +149,6 @@ class Readable:
         if "reply_code" not in args:
             return self._pairs(args)
         names = self._names(record)
-        cut = self._cut
         parts = []
         for key, value in args.items():
             if key == "reply_code":
@@ -141,8 +158,8 @@ class Readable:
                 if key == "class_id":
                     parts.append(_failing(names, args.get("class_id"), args.get("method_id")))
             else:
-                parts.append(f"{key}={cut(value_text(value))}")
-        return " ".join(part for part in parts if part)
+                parts.append(self._pair(key, value))
+        return " ".join([part for part in parts if part])
 
     def _message(self, message: dict) -> str:
         size, received = message["body_size"], message["body_received"]
@@ -158,8 +175,7 @@ class Readable:
             text += ", incomplete"
         properties = message["properties"]
         if properties and not self.frames:
-            cut = self._cut
-            text += ", " + ", ".join(f"{key}={cut(value_text(value))}" for key, value in properties.items())
+            text += ", " + self._pairs(properties, ", ")
         if message["body_sha256"]:
             text += f", sha256={message['body_sha256'][:12]}"
         return text

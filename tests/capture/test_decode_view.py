@@ -339,6 +339,26 @@ def test_pcap_record_numbers_shown_when_the_decoder_gives_them():
     assert " #12-15 " in view.line({**base, "pcap_record": 12, "pcap_record_last": 15})
 
 
+def test_remembered_values_render_as_they_would_afresh():
+    """String arguments and properties are rendered once per key and remembered (bounded): every line
+    still shows its own values, cut to the view's width, past the bound too."""
+    base = {"ts_ns": 1_700_000_000_000_000_000, "connection": "0123456789abcdef", "client": "a:1", "server": "b:2",
+            "dir": "C>S", "channel": 1, "kind": "method", "method": "basic.publish"}
+    view, fresh = Readable(width=12), None
+    for round_ in range(2):
+        for i in range(5000):
+            key = f"orders.{i}.created" + ("=x" if i % 7 == 0 else "")
+            record = {**base, "args": {"exchange": "shop", "routing_key": key, "mandatory": i % 2 == 0,
+                                       "queue": key}}
+            fresh = Readable(width=12)  # nothing remembered
+            line = view.line(record)
+            assert line == fresh.line(record), (round_, i)
+            shown = value_text(key)
+            cut = shown if len(shown) <= 12 else shown[:9] + "..."
+            assert f" routing_key={cut} " in line and f" queue={cut}\n" in line[-30:]
+            assert f"mandatory={'true' if i % 2 == 0 else 'false'}" in line
+
+
 def test_timestamps_in_json_are_the_wires_seconds(capfdbinary):
     records = jsonl(capfdbinary, "--method", "basic.publish", SAMPLES / "rich_properties.pcap")
     properties = records[0]["message"]["properties"]

@@ -1,0 +1,30 @@
+# Types for the compiled build of readable.py (Cython pure Python mode): the .py is the source.
+# The renderer's state as C fields and its steps as C calls: a line costs a few microseconds, and
+# attribute lookups by name were a good part of them.
+
+cpdef str value_text(object value)
+cdef str _key(object key)
+cdef str _quoted(str text)
+cdef str _failing(object names, object class_id, object method_id)
+
+
+cdef class Readable:
+    cdef public bint frames
+    cdef public object width
+    cdef public object versions
+    cdef object _second
+    cdef str _second_text
+    cdef dict _heads
+    cdef dict _naming
+    cdef dict _said
+
+    cpdef str _time(self, object ts_ns)
+    cpdef str _head(self, dict record)
+    cpdef str _cut(self, str text)
+    cpdef str _pair(self, str key, object value)
+    cpdef str _pairs(self, dict values, str sep=*)
+    cpdef object _names(self, dict record)
+    cpdef str _args(self, dict record)
+    cpdef str _message(self, dict message)
+    cpdef object line(self, dict record)
+    cpdef str _end(self, dict record)
