@@ -7,7 +7,7 @@ import os as _os
 
 import amqp_decode as _amqp_decode
 
-# The modules setup.py compiles (readable typed by its .pxd; the others compiled as they are).
+# The modules setup.py compiles (typed by their .pxd where they have one, the others as they are).
 HOT_MODULES = ("readable", "order", "ends", "filters")
 
 

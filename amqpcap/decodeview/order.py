@@ -127,9 +127,9 @@ class TimeOrder:
             rendered = render(record)
             if rendered is None:
                 continue
-            ts = record["ts_ns"]
-            if ts is None:  # (damage at the very end of a file with no packet after it)
-                ts = top if top >= 0 else (self.last or 0)
+            stamp = record["ts_ns"]
+            # (None: damage at the very end of a file with no packet after it)
+            ts = stamp if stamp is not None else top if top >= 0 else (self.last or 0)
             seq += 1
             if ts >= top:
                 append((ts, seq, rendered))
@@ -176,7 +176,7 @@ class TimeOrder:
             return []
         last = self.last
         if last is not None and held[start][0] < last:  # came after later ones were written
-            self.late += sum(1 for i in range(start, end) if held[i][0] < last)
+            self.late += len([i for i in range(start, end) if held[i][0] < last])
         self.last = held[end - 1][0] if last is None or held[end - 1][0] > last else last
         out = [item[2] for item in held[start:end]]
         if end > 4096 and end * 2 > len(held):

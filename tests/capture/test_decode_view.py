@@ -80,6 +80,19 @@ def test_a_full_buffer_writes_the_oldest_and_counts_what_comes_late(capfdbinary)
     assert late > 0 and f"{late} records written out of time order" in err
 
 
+def test_an_untimed_record_keeps_its_place_among_the_held():
+    """Damage at the very end of a file, with no packet after it, has no time: it goes after the
+    latest record held (or the last written), neither first nor lost."""
+    class Idle:  # a decoder that has read nothing: no watermark, only the cap releases
+        now_ns = segments = None
+    order = TimeOrder(Idle(), cap=2)
+    assert order.feed([{"ts_ns": 5}, {"ts_ns": 3}, {"ts_ns": None, "n": 1}], lambda r: (r["ts_ns"], r.get("n"))) \
+        == [(3, None)]
+    assert order.forced == 1 and order.finish() == [(5, None), (None, 1)]
+    assert order.feed([{"ts_ns": None, "n": 2}, {"ts_ns": 9}], lambda r: (r["ts_ns"], r.get("n"))) == []
+    assert order.finish() == [(None, 2), (9, None)] and order.late == 0
+
+
 # -- connection ends --------------------------------------------------------------------------------
 
 def test_every_amqp_connection_ends_once_after_its_records(capfdbinary):

@@ -1,0 +1,40 @@
+# Types for the compiled build of order.py (Cython pure Python mode): the .py is the source.
+# The watermark walks every open connection's state: typed, its reads are C field reads.
+cimport cython
+from amqp_decode.decoder cimport SegmentDecoder
+from amqp_decode.stream cimport AmqpConnection, FrameReader, _Content
+from amqp_decode.tcp cimport HalfStream, TcpConnection
+
+cdef int RESYNC, BODY, SKIP
+cdef object _ts
+
+
+@cython.locals(segments=SegmentDecoder, tcp=TcpConnection, sink=AmqpConnection, half=HalfStream,
+               reader=FrameReader, content=_Content, low=cython.longlong, ts=cython.longlong,
+               pending=tuple, held=tuple, record=dict, seen=set)
+cpdef object low_watermark(object decoder)
+@cython.locals(first=cython.longlong)
+cdef long long _reader_low(FrameReader reader, long long low)
+
+
+cdef class TimeOrder:
+    cdef public object decoder
+    cdef public object every
+    cdef public Py_ssize_t cap
+    cdef public list held
+    cdef public Py_ssize_t start
+    cdef public Py_ssize_t seq
+    cdef public object last
+    cdef public Py_ssize_t late
+    cdef public Py_ssize_t forced
+    cdef public Py_ssize_t most
+    cdef public Py_ssize_t next_check
+    cdef public object checked_now
+
+    @cython.locals(held=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong, count=Py_ssize_t,
+                   record=dict)
+    cpdef list feed(self, list batch, object render=*)
+    cpdef list finish(self)
+    cpdef Py_ssize_t _interval(self)
+    @cython.locals(start=Py_ssize_t, held=list)
+    cpdef list _release(self, Py_ssize_t end)
