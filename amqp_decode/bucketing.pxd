@@ -1,11 +1,17 @@
 # Types for the compiled build of bucketing.py (Cython pure Python mode): the .py is the source.
 cimport cython
-from amqp_decode.columns cimport PartColumns
+from amqp_decode.columns cimport ColumnBuffer, PartColumns
 from amqp_decode.packets cimport PacketParser, Segment
 from amqp_decode.stream_index cimport RangeStreams
 
 
 cpdef long bucket_of(bytes src, int sport, bytes dst, int dport, long buckets)
+
+
+cdef class HeldSegments(ColumnBuffer):
+    cpdef add(self, dict row)
+    cpdef add_values(self, tuple values)
+    cpdef list take(self)
 
 
 cdef class SegmentBuckets:

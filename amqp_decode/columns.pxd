@@ -42,6 +42,7 @@ cdef class TableColumns:
 
 cdef class PartColumns:
     cdef readonly tuple names
+    cdef readonly object buffer
     cdef object full
     cdef public Py_ssize_t flush_rows
     cdef public Py_ssize_t held_rows

@@ -175,8 +175,11 @@ class PartColumns:
     """
 
     def __init__(self, names, full, flush_rows: int, held_rows: int | None = None,
-                 held_bytes: int | None = None) -> None:
+                 held_bytes: int | None = None, buffer=ColumnBuffer) -> None:
+        """`buffer(names)`: a part's buffer, a ColumnBuffer or a subclass that holds its rows
+        another way (amqp_decode.bucketing.HeldSegments)."""
         self.names = tuple(names)
+        self.buffer = buffer
         self.full = full
         self.flush_rows = flush_rows
         self.held_rows = held_rows if held_rows is not None else -1
@@ -188,7 +191,7 @@ class PartColumns:
     def add(self, part: int, values: tuple, size: int = 0) -> None:
         buffer = self.buffers.get(part)
         if buffer is None:
-            buffer = self.buffers[part] = ColumnBuffer(self.names)
+            buffer = self.buffers[part] = self.buffer(self.names)
         buffer.add_values(values)
         buffer.bytes += size
         self.held += 1
@@ -205,7 +208,7 @@ class PartColumns:
         return buffer.size if buffer is not None else 0
 
     def take(self, part: int) -> list:
-        """The part's rows so far, as columns (a list per name)."""
+        """The part's rows so far, as columns (a list per name, or as its buffer's take gives them)."""
         buffer = self.buffers[part]
         self.held -= buffer.size
         self.held_size -= buffer.bytes

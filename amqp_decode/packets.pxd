@@ -21,6 +21,17 @@ cpdef list segments_from_columns(list ts, list record, list local, list src, lis
                                  list seq, list ack, list flags, list payload, long long base, list streams)
 
 
+cdef long long _MAX_OFFSET
+
+
+@cython.locals(i=cython.Py_ssize_t, n=cython.Py_ssize_t, segment=Segment, ts="long long[:]", record="long long[:]",
+               seq="long long[:]", ack="long long[:]", stream="int[:]", sport="int[:]", dport="int[:]",
+               flags="int[:]", src_end="int[:]", dst_end="int[:]", payload_end="int[:]",
+               src_size=cython.longlong, dst_size=cython.longlong, payload_size=cython.longlong,
+               srcs=list, dsts=list, payloads=list)
+cpdef list packed_columns(list segments)
+
+
 cdef class PacketParser:
     cdef public object skipped
     cdef dict _fragments

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from amqp_decode.bucketing import SegmentBuckets
+from amqp_decode.bucketing import HeldSegments, SegmentBuckets
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
 from amqp_decode.gc_policy import fewer_collections
 from pipelines.inputs import fingerprint, open_input
@@ -66,7 +66,7 @@ def read_unit(unit: dict, staging: str, buckets: int,
     info = CaptureInfo(uri, unit["size"])
     filesystem, root = filesystem_of(staging)
     files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit["unit"], bucket), FLUSH_ROWS,
-                        held_bytes=HELD_BYTES)
+                        held_bytes=HELD_BYTES, buffer=HeldSegments)
     sorter = SegmentBuckets(buckets, files.parts)
     status, error = "ok", None
     report = (lambda read, packets: progress.add(bytes=read, packets=packets)) if progress is not None else None

@@ -5,24 +5,27 @@ for a bigger night)."""
 
 from __future__ import annotations
 
+from array import array
 from typing import Callable
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from amqp_decode.columns import PartColumns
-
+from amqp_decode.columns import ColumnBuffer, PartColumns
 
 class StagedFiles:
     def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
-                 flush_rows: int, held_rows: int | None = None, held_bytes: int | None = None) -> None:
+                 flush_rows: int, held_rows: int | None = None, held_bytes: int | None = None,
+                 buffer=ColumnBuffer) -> None:
         """`path_of(part)`: the file a part's rows go to. A part's rows are written when it holds
         `flush_rows`; when the parts together hold `held_rows` rows, or `held_bytes` of the sizes
-        given with the rows, the rows of the part holding the most (amqp_decode.columns.PartColumns)."""
+        given with the rows, the rows of the part holding the most (amqp_decode.columns.PartColumns,
+        each part's rows in a `buffer`, whose columns may come packed: see _arrow)."""
         self.filesystem = filesystem
         self.schema = schema
         self.path_of = path_of
-        self.parts = PartColumns(schema.names, self._flush, flush_rows, held_rows, held_bytes)  # rows waiting, per part
+        # rows waiting, per part
+        self.parts = PartColumns(schema.names, self._flush, flush_rows, held_rows, held_bytes, buffer)
         self.writers: dict[int, tuple] = {}  # part -> (sink, IPC writer)
         self.counts: dict[int, int] = {}
 
@@ -33,7 +36,7 @@ class StagedFiles:
     def _flush(self, part: int) -> None:
         if not self.parts.rows(part):
             return
-        batch = pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
+        batch = pa.RecordBatch.from_arrays([_arrow(column, field.type)
                                             for column, field in zip(self.parts.take(part), self.schema)],
                                            schema=self.schema)
         if part not in self.writers:
@@ -53,3 +56,15 @@ class StagedFiles:
             sink.close()
         self.writers.clear()
         return self.counts
+
+
+def _arrow(column, type_: pa.DataType) -> pa.Array:
+    """A column as PartColumns.take gives it, as an Arrow array: a list converted value by value, a
+    packed one (amqp_decode.packets.packed_columns: an `array` of machine integers, or offsets and
+    data) wrapped as it is, without a copy."""
+    if isinstance(column, list):
+        return pa.array(column, type=type_)
+    if isinstance(column, array):
+        return pa.Array.from_buffers(type_, len(column), [None, pa.py_buffer(column)])
+    offsets, data = column
+    return pa.Array.from_buffers(type_, len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from amqp_decode.bucketing import REPORT_EVERY, SEGMENT_COLUMNS, SegmentBuckets, bucket_of
+from amqp_decode.bucketing import REPORT_EVERY, SEGMENT_COLUMNS, HeldSegments, SegmentBuckets, bucket_of
 from amqp_decode.capture import CaptureInfo, read_records
 from amqp_decode.columns import PartColumns
 from amqp_decode.packets import PacketParser
@@ -17,17 +17,32 @@ from tests.capture.captures import ALL_SAMPLES, sample_id
 BUCKETS = 3
 
 
+def unpacked(columns: list) -> list[tuple]:
+    """Packed columns (amqp_decode.packets.packed_columns) as rows of Python values, read by hand:
+    an integer array's items, a bytes column's data cut at its offsets."""
+    values = []
+    for column in columns:
+        if isinstance(column, tuple):
+            offsets, data = column
+            assert offsets[0] == 0 and len(data) == offsets[-1] and isinstance(data, bytes)
+            values.append([data[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)])
+        else:
+            values.append(column.tolist())
+    assert len({len(v) for v in values}) == 1
+    return list(zip(*values))
+
+
 def _sorted(path, flush_rows: int = 64, held_rows: int | None = None):
     """{bucket: rows} as SegmentBuckets leaves them (written whenever a part is full), the sorter,
     and its progress reports."""
     out: dict[int, list[tuple]] = {}
-    parts = PartColumns(SEGMENT_COLUMNS, lambda part: out.setdefault(part, []).extend(zip(*parts.take(part))),
-                        flush_rows, held_rows)
+    parts = PartColumns(SEGMENT_COLUMNS, lambda part: out.setdefault(part, []).extend(unpacked(parts.take(part))),
+                        flush_rows, held_rows, buffer=HeldSegments)
     sorter, reports = SegmentBuckets(BUCKETS, parts), []
     sorter.read(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)),
                 lambda read, packets: reports.append((read, packets)))
     for part in list(parts.buffers):
-        out.setdefault(part, []).extend(zip(*parts.take(part)))
+        out.setdefault(part, []).extend(unpacked(parts.take(part)))
     return out, sorter, reports
 
 
@@ -69,7 +84,7 @@ def test_what_was_read_before_a_failure_is_kept_and_reported():
         yield from records[:REPORT_EVERY + 10]
         raise OSError("the disk went away")
     kept: dict[int, int] = {}
-    parts = PartColumns(SEGMENT_COLUMNS, lambda part: None, 1 << 30)
+    parts = PartColumns(SEGMENT_COLUMNS, lambda part: None, 1 << 30, buffer=HeldSegments)
     sorter, reports = SegmentBuckets(BUCKETS, parts), []
     with pytest.raises(OSError):
         sorter.read(failing(), lambda read, packets: reports.append(packets))

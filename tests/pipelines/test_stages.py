@@ -9,6 +9,7 @@ import socket
 from collections import defaultdict
 
 import pyarrow as pa
+import pytest
 
 from amqp_decode.bucketing import SEGMENT_COLUMNS, bucket_of
 from amqp_decode.decoder import CaptureDecoder
@@ -17,6 +18,7 @@ from pipelines.inputs import canonical_uri
 from pipelines.stages.decode import decode_bucket
 from pipelines.stages.read import SEGMENTS, read_unit, staged_path
 from tests.analytics.tabulated import canonical, tabulate
+from tests.capture.captures import ALL_SAMPLES, sample_id
 from tests.capture.conftest import SAMPLES
 
 
@@ -59,6 +61,29 @@ def test_reading_stages_every_segment_once(tmp_path):
         for sport, dport in zip(table.column("sport").to_pylist(), table.column("dport").to_pylist()):
             ports[frozenset((sport, dport))].add(bucket)
     assert len(ports) >= 4 and all(len(buckets) == 1 for buckets in ports.values())
+
+
+@pytest.mark.parametrize("path", ALL_SAMPLES, ids=sample_id)
+def test_the_staged_files_hold_the_parsers_segments_value_for_value(tmp_path, path):
+    """The read stage packs its segments into Arrow without a conversion per value
+    (amqp_decode.packets.packed_columns): read back, its files hold, per bucket and in capture
+    order, what the packet parser and the stream numbering give packet by packet (IPv6
+    addresses, empty payloads and all)."""
+    from amqp_decode.capture import CaptureInfo, read_records
+    from amqp_decode.packets import PacketParser
+    from amqp_decode.stream_index import RangeStreams
+    parser, streams, want = PacketParser(), RangeStreams(), defaultdict(list)
+    for index, (ts_ns, link_type, data) in enumerate(read_records(str(path), CaptureInfo(str(path), 0))):
+        s = parser.parse(ts_ns, link_type, data)
+        if s is not None:
+            stream = streams.segment(s.src, s.sport, s.dst, s.dport, s.flags, s.seq, ts_ns)
+            want[bucket_of(s.src, s.sport, s.dst, s.dport, 3)].append(
+                {"ts_ns": ts_ns, "record": index, "stream": stream, "src": s.src, "sport": s.sport, "dst": s.dst,
+                 "dport": s.dport, "seq": s.seq, "ack": s.ack, "flags": s.flags, "payload": s.payload})
+    staged, facts = read_unit(unit(path), str(tmp_path), buckets=3)
+    got = {bucket: pa.ipc.open_file(staged_path(str(tmp_path), 0, bucket)).read_all() for bucket in staged}
+    assert all(table.schema == SEGMENTS for table in got.values())
+    assert {bucket: table.to_pylist() for bucket, table in got.items()} == dict(want)
 
 
 def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
@@ -199,14 +224,14 @@ def test_the_read_stage_holds_a_bounded_number_of_payload_bytes(tmp_path):
     """However many buckets, a read task holds at most HELD_BYTES of payloads before writing them."""
     import pyarrow.fs as pafs
 
-    from amqp_decode.bucketing import SegmentBuckets
+    from amqp_decode.bucketing import HeldSegments, SegmentBuckets
     from amqp_decode.capture import CaptureInfo, read_records
     from pipelines.stages.staged import StagedFiles
     path = SAMPLES / "long_connection.pcap.gz"
     records = list(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)))
     budget, most = 50_000, 0
     files = StagedFiles(pafs.LocalFileSystem(), SEGMENTS, lambda part: f"{tmp_path}/b{part}.arrow", 8192,
-                        held_bytes=budget)
+                        held_bytes=budget, buffer=HeldSegments)
     sorter = SegmentBuckets(16, files.parts)
     for record in records:
         sorter.read([record])
