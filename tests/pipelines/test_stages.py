@@ -86,6 +86,29 @@ def test_the_staged_files_hold_the_parsers_segments_value_for_value(tmp_path, pa
     assert {bucket: table.to_pylist() for bucket, table in got.items()} == dict(want)
 
 
+@pytest.mark.parametrize("path", ALL_SAMPLES, ids=sample_id)
+def test_the_decode_stage_reads_back_the_segments_the_parser_made(tmp_path, path):
+    """Staged (packed), then read back by the decode stage: every field of every segment as the
+    parser made it, in capture order, numbered as the file shows it."""
+    import pyarrow.fs as pafs
+
+    from amqp_decode.capture import CaptureInfo, read_records
+    from amqp_decode.packets import PacketParser
+    from pipelines.stages.decode import _segments
+    fields = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream")
+    parser, want = PacketParser(), defaultdict(list)
+    for index, (ts_ns, link_type, data) in enumerate(read_records(str(path), CaptureInfo(str(path), 0))):
+        s = parser.parse(ts_ns, link_type, data)
+        if s is not None:
+            s.record, s.stream = 1000 + index + 1, -1  # (the unit is not numbered here: no tcp.stream)
+            want[bucket_of(s.src, s.sport, s.dst, s.dport, 3)].append(tuple(getattr(s, f) for f in fields))
+    staged, _ = read_unit(unit(path), str(tmp_path), buckets=3)
+    for bucket in staged:
+        got = _segments(pafs.LocalFileSystem(), [(staged_path(str(tmp_path), 0, bucket), 1000, 0)], str(tmp_path), 0)
+        assert [tuple(getattr(s, f) for f in fields) for _, _, s in got] == want[bucket]
+    assert sum(map(len, want.values())) == sum(staged.values()) > 0
+
+
 def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
     path = SAMPLES / "concurrent.pcap"
     staging, root = tmp_path / "staging", tmp_path / "lake"
