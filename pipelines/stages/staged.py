@@ -13,6 +13,7 @@ import pyarrow.fs as pafs
 
 from amqp_decode.columns import ColumnBuffer, PartColumns
 
+
 class StagedFiles:
     def __init__(self, filesystem: pafs.FileSystem, schema: pa.Schema, path_of: Callable[[int], str],
                  flush_rows: int, held_rows: int | None = None, held_bytes: int | None = None,
