@@ -28,7 +28,7 @@ cdef long long _MAX_OFFSET
                seq="long long[:]", ack="long long[:]", stream="int[:]", sport="int[:]", dport="int[:]",
                flags="int[:]", src_end="int[:]", dst_end="int[:]", payload_end="int[:]",
                src_size=cython.longlong, dst_size=cython.longlong, payload_size=cython.longlong,
-               srcs=list, dsts=list, payloads=list)
+               srcs=list, dsts=list, payloads=list, longs=list, ints=list, ends=list)
 cpdef list packed_columns(list segments)
 
 

@@ -93,16 +93,12 @@ def packed_columns(segments: list) -> list:
     per bytes column: array("i") of n + 1 offsets into one bytes. Arrow wraps them without a
     conversion per value; compiled, each field goes from the segment to the array in C."""
     n = len(segments)
-    ts_a, record_a, seq_a, ack_a = array("q", bytes(8 * n)), array("q", bytes(8 * n)), \
-        array("q", bytes(8 * n)), array("q", bytes(8 * n))
-    stream_a, sport_a, dport_a, flags_a = array("i", bytes(4 * n)), array("i", bytes(4 * n)), \
-        array("i", bytes(4 * n)), array("i", bytes(4 * n))
-    src_a, dst_a, payload_a = array("i", bytes(4 * (n + 1))), array("i", bytes(4 * (n + 1))), \
-        array("i", bytes(4 * (n + 1)))
-    ts, record, seq, ack = memoryview(ts_a), memoryview(record_a), memoryview(seq_a), memoryview(ack_a)
-    stream, sport, dport, flags = memoryview(stream_a), memoryview(sport_a), memoryview(dport_a), \
-        memoryview(flags_a)
-    src_end, dst_end, payload_end = memoryview(src_a), memoryview(dst_a), memoryview(payload_a)
+    longs = [array("q", bytes(8 * n)) for _ in range(4)]  # ts_ns, record, seq, ack
+    ints = [array("i", bytes(4 * n)) for _ in range(4)]  # stream, sport, dport, flags
+    ends = [array("i", bytes(4 * (n + 1))) for _ in range(3)]  # src, dst, payload: 0, then each value's end
+    ts, record, seq, ack = longs  # (compiled: typed views of the arrays; interpreted: the arrays)
+    stream, sport, dport, flags = ints
+    src_end, dst_end, payload_end = ends
     src_size = dst_size = payload_size = 0
     srcs, dsts, payloads = [], [], []
     for i in range(n):
@@ -126,8 +122,9 @@ def packed_columns(segments: list) -> list:
         srcs.append(segment.src)
         dsts.append(segment.dst)
         payloads.append(segment.payload)
-    return [ts_a, record_a, stream_a, (src_a, b"".join(srcs)), sport_a, (dst_a, b"".join(dsts)), dport_a,
-            seq_a, ack_a, flags_a, (payload_a, b"".join(payloads))]
+    # in SEGMENT_COLUMNS' order
+    return [longs[0], longs[1], ints[0], (ends[0], b"".join(srcs)), ints[1], (ends[1], b"".join(dsts)), ints[2],
+            longs[2], longs[3], ints[3], (ends[2], b"".join(payloads))]
 
 
 def format_endpoint(address: bytes, port: int) -> str:

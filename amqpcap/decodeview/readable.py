@@ -131,10 +131,7 @@ class Readable:
         return text
 
     def _pairs(self, values: dict, sep: str = " ") -> str:
-        parts = []
-        for key, value in values.items():
-            parts.append(self._pair(key, value))
-        return sep.join(parts)
+        return sep.join([self._pair(key, value) for key, value in values.items()])
 
     def _names(self, record: dict):
         version = self.versions(record["connection"]) if self.versions is not None else None
