@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from amqp_decode import arrow_layout
 from amqp_decode.columns import TableColumns
 from amqp_decode.tables import TABLES, Table
 
@@ -191,7 +192,35 @@ def _array(values: list, arrow_type: pa.DataType, rows: int) -> pa.Array:
     arguments of `frames`): those are made without converting each value."""
     if values[0] is None and values[-1] is None and values.count(None) == rows:
         return pa.nulls(rows, arrow_type)
+    if arrow_layout.COMPILED:
+        laid = _laid_out(values, arrow_type)
+        if laid is not None:
+            return laid
     return pa.array(values, type=arrow_type)
+
+
+# Arrow type id -> how its columns are laid out without pyarrow's conversion (amqp_decode.arrow_layout)
+_INTEGER_WIDTHS = {pa.int64().id: 8, pa.timestamp("us").id: 8, pa.int32().id: 4}
+
+
+def _laid_out(values: list, arrow_type: pa.DataType) -> pa.Array | None:
+    """The column wrapped from the buffers amqp_decode.arrow_layout lays it out in; None for a type
+    or a value it leaves to pyarrow."""
+    type_id = arrow_type.id
+    width = _INTEGER_WIDTHS.get(type_id)
+    if width is not None:
+        laid = arrow_layout.integers(values, width)
+    elif type_id == pa.bool_().id:
+        laid = arrow_layout.booleans(values)
+    elif type_id == pa.string().id:
+        laid = arrow_layout.strings(values)
+    else:
+        return None
+    if laid is None:
+        return None
+    validity, nulls, *data = laid
+    buffers = [validity if validity is None else pa.py_buffer(validity), *(pa.py_buffer(each) for each in data)]
+    return pa.Array.from_buffers(arrow_type, len(values), buffers, null_count=nulls)
 
 
 def _by_day(dates: list, batch: pa.RecordBatch) -> Iterator[tuple[datetime.date, pa.RecordBatch]]:
