@@ -219,7 +219,7 @@ def _laid_out(values: list, arrow_type: pa.DataType) -> pa.Array | None:
     if laid is None:
         return None
     validity, nulls, *data = laid
-    buffers = [validity if validity is None else pa.py_buffer(validity), *(pa.py_buffer(each) for each in data)]
+    buffers = [None if validity is None else pa.py_buffer(validity), *(pa.py_buffer(each) for each in data)]
     return pa.Array.from_buffers(arrow_type, len(values), buffers, null_count=nulls)
 
 
