@@ -158,7 +158,7 @@ class TableFiles:
 
     def _batch(self, layout: _Layout, columns: list[list], rows: int) -> pa.RecordBatch:
         run_id = pa.scalar(self.run_id, pa.string())
-        arrays = [pa.repeat(run_id, rows) if i == layout.run_id_at else _array(column, field.type, rows)
+        arrays = [pa.repeat(run_id, rows) if i == layout.run_id_at else arrow_column(column, field.type)
                   for i, (column, field) in enumerate(zip(columns, layout.schema))]
         return pa.RecordBatch.from_arrays(arrays, schema=layout.schema)
 
@@ -187,16 +187,26 @@ def _parquet_writer(path: str, schema: pa.Schema, filesystem: pafs.FileSystem) -
     return pq.ParquetWriter(path, schema, filesystem=filesystem, compression="zstd", use_dictionary=strings)
 
 
-def _array(values: list, arrow_type: pa.DataType, rows: int) -> pa.Array:
-    """A column as Arrow. Many of a wide table's columns are null in a whole batch (most method
-    arguments of `frames`): those are made without converting each value."""
-    if values[0] is None and values[-1] is None and values.count(None) == rows:
+def arrow_column(values: list, arrow_type: pa.DataType) -> pa.Array:
+    """A column of Python values as Arrow: what every table's and every staged file's lists
+    become. Many of a wide table's columns are null in a whole batch (most method arguments of
+    `frames`): those are made without converting each value. Compiled, ints, bools and strings are
+    laid out as Arrow's buffers (amqp_decode.arrow_layout); anything else pyarrow converts."""
+    rows = len(values)
+    if rows and values[0] is None and values[-1] is None and values.count(None) == rows:
         return pa.nulls(rows, arrow_type)
     if arrow_layout.COMPILED:
         laid = _laid_out(values, arrow_type)
         if laid is not None:
             return laid
     return pa.array(values, type=arrow_type)
+
+
+def from_buffers(arrow_type: pa.DataType, length: int, buffers: list, nulls: int = 0) -> pa.Array:
+    """An Arrow array wrapping `buffers` as they are (validity or None, then the data: `array`s,
+    bytes, bytearrays), without a copy."""
+    return pa.Array.from_buffers(arrow_type, length, [None if each is None else pa.py_buffer(each) for each in buffers],
+                                 null_count=nulls)
 
 
 # Arrow type id -> how its columns are laid out without pyarrow's conversion (amqp_decode.arrow_layout)
@@ -219,8 +229,7 @@ def _laid_out(values: list, arrow_type: pa.DataType) -> pa.Array | None:
     if laid is None:
         return None
     validity, nulls, *data = laid
-    buffers = [None if validity is None else pa.py_buffer(validity), *(pa.py_buffer(each) for each in data)]
-    return pa.Array.from_buffers(arrow_type, len(values), buffers, null_count=nulls)
+    return from_buffers(arrow_type, len(values), [validity, *data], nulls)
 
 
 def _by_day(dates: list, batch: pa.RecordBatch) -> Iterator[tuple[datetime.date, pa.RecordBatch]]:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from amqp_decode.columns import ColumnBuffer, PartColumns
+from pipelines.tablefiles import arrow_column, from_buffers
 
 
 class StagedFiles:
@@ -60,12 +61,12 @@ class StagedFiles:
 
 
 def _arrow(column, type_: pa.DataType) -> pa.Array:
-    """A column as PartColumns.take gives it, as an Arrow array: a list converted value by value, a
-    packed one (amqp_decode.packets.packed_columns: an `array` of machine integers, or offsets and
-    data) wrapped as it is, without a copy."""
+    """A column as PartColumns.take gives it, as an Arrow array: a list of values (converted as the
+    tables' are), or a packed one (amqp_decode.packets.packed_columns: an `array` of machine
+    integers, or offsets and data) wrapped as it is, without a copy."""
     if isinstance(column, list):
-        return pa.array(column, type=type_)
+        return arrow_column(column, type_)
     if isinstance(column, array):
-        return pa.Array.from_buffers(type_, len(column), [None, pa.py_buffer(column)])
+        return from_buffers(type_, len(column), [None, column])
     offsets, data = column
-    return pa.Array.from_buffers(type_, len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return from_buffers(type_, len(offsets) - 1, [None, offsets, data])

@@ -94,9 +94,9 @@ def test_what_the_layout_leaves_to_pyarrow_converts_or_fails_as_pyarrow_does(nam
         expected = pa.array(values, type=arrow_type)
     except Exception as error:  # noqa: BLE001 (whatever pyarrow raises, the writer raises)
         with pytest.raises(type(error)):
-            tablefiles._array(values, arrow_type, len(values))
+            tablefiles.arrow_column(values, arrow_type)
     else:
-        assert tablefiles._array(values, arrow_type, len(values)).equals(expected)
+        assert tablefiles.arrow_column(values, arrow_type).equals(expected)
 
 
 def test_an_empty_column_and_other_widths():
