@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from array import array
 
-import cython
-
-COMPILED = cython.compiled
+# Compiled, this module is an extension file; interpreted, a .py (Cython is only a build tool: an
+# install without a C compiler has no `cython` module to ask).
+COMPILED = __file__.endswith((".so", ".pyd"))
 
 _INT32_MIN = -(1 << 31)
 _INT32_MAX = (1 << 31) - 1
