@@ -1,7 +1,9 @@
 # Types for the compiled build of decoder.py (Cython pure Python mode): the .py is the source.
 # SegmentDecoder is on the path of every segment: typed, its calls into reassembly are C calls.
+cimport cython
 from amqp_decode.tcp cimport TcpTracker
-from amqp_decode.packets cimport Segment
+from amqp_decode.packets cimport PacketParser, Segment
+from amqp_decode.stream_index cimport FileStreams
 
 
 cdef class SegmentDecoder:
@@ -16,3 +18,18 @@ cdef class SegmentDecoder:
     cpdef list feed(self, Segment segment, int capture_index)
     cpdef list finish(self)
     cpdef list _take(self)
+
+
+cdef class PacketFeed:
+    cdef public PacketParser parser
+    cdef public SegmentDecoder segments
+    cdef public dict infos
+    cdef public list reported
+    cdef public object damage
+    cdef public list streams
+    cdef public long long packets
+    cdef public long long tcp_segments
+    cdef public long long ts_ns
+
+    @cython.locals(out=list, segment=Segment, streams=FileStreams, records=list)
+    cpdef list packet(self, long long ts_ns, Py_ssize_t index, long long number, int link_type, bytes data)
