@@ -2,6 +2,10 @@
 # The renderer's state as C fields and its steps as C calls: a line costs a few microseconds, and
 # attribute lookups by name were a good part of them.
 
+cimport cython
+
+cdef tuple _DIGITS
+
 cpdef str value_text(object value)
 cdef str _key(object key)
 cdef str _quoted(str text)
@@ -17,7 +21,9 @@ cdef class Readable:
     cdef dict _heads
     cdef dict _naming
     cdef dict _said
+    cdef dict _flags
 
+    @cython.locals(micros=cython.longlong)
     cpdef str _time(self, object ts_ns)
     cpdef str _head(self, dict record)
     cpdef str _cut(self, str text)

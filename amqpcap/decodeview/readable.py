@@ -24,6 +24,7 @@ from amqp_decode.fieldtable import Timestamp
 
 _PLAIN = re.compile(r'[^\s"=,{}\[\]\\|]+\Z').match  # strings written without quotes
 _CLOSES = frozenset({"channel.close", "connection.close"})
+_DIGITS = tuple(f"{n:03d}" for n in range(1000))
 
 
 def value_text(value) -> str:
@@ -76,6 +77,7 @@ class Readable:
         self._heads: dict[tuple, str] = {}
         self._naming: dict = {}
         self._said: dict = {}  # key -> {string value -> "key=value" as written}: names, tags repeat
+        self._flags: dict = {}  # key -> its "key=false", "key=true" and "key=null" as written
 
     # -- the common start of a line --------------------------------------------------------------
 
@@ -84,10 +86,11 @@ class Readable:
         if second != self._second:
             self._second = second
             try:
-                self._second_text = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
+                self._second_text = time.strftime("%Y-%m-%d %H:%M:%S.", time.gmtime(second))
             except (OverflowError, OSError, ValueError):
-                self._second_text = str(second)
-        return f"{self._second_text}.{fraction // 1000:06d}"
+                self._second_text = f"{second}."
+        micros = fraction // 1000  # as two 3-digit groups: a format spec (:06d) per line cost more
+        return self._second_text + _DIGITS[micros // 1000] + _DIGITS[micros % 1000]
 
     def _head(self, record: dict) -> str:
         key = (record["connection"], record["dir"], record["channel"])
@@ -117,8 +120,17 @@ class Readable:
 
     def _pair(self, key: str, value) -> str:
         """`key=value`, the value cut. A string value (exchange, routing key, queue, consumer tag,
-        content type...) is rendered once per key and remembered: most lines repeat them."""
-        if type(value) is not str:
+        content type...), a boolean or a null is rendered once per key and remembered: most lines
+        repeat them."""
+        kind = type(value)
+        if kind is bool or value is None:
+            flags = self._flags.get(key)
+            if flags is None:
+                flags = self._flags[key] = (key + "=" + self._cut(value_text(False)),
+                                            key + "=" + self._cut(value_text(True)),
+                                            key + "=" + self._cut(value_text(None)))
+            return flags[2] if value is None else flags[1] if value else flags[0]
+        if kind is not str:
             return key + "=" + self._cut(value_text(value))
         said = self._said.get(key)
         if said is None:

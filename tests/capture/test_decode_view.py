@@ -372,6 +372,48 @@ def test_remembered_values_render_as_they_would_afresh():
             assert f"mandatory={'true' if i % 2 == 0 else 'false'}" in line
 
 
+def test_remembered_flags_render_as_they_would_afresh():
+    """Booleans and nulls are rendered once per key too, cut to the view's width like any value."""
+    base = {"ts_ns": 1_700_000_000_000_000_000, "connection": "0123456789abcdef", "client": "a:1", "server": "b:2",
+            "dir": "C>S", "channel": 1, "kind": "method", "method": "queue.declare"}
+    for width in (4, 5, 80, None):
+        view = Readable(width=width)
+        for flags in ((True, False, None), (False, None, True), (None, True, False), (True, False, None)):
+            record = {**base, "args": dict(zip(("durable", "exclusive", "no_wait"), flags))}
+            line = view.line(record)
+            assert line == Readable(width=width).line(record)
+            shown = ["null" if v is None else "true" if v else "false" for v in flags]
+            if width == 4:
+                shown = [s if len(s) <= 4 else s[:1] + "..." for s in shown]
+            assert line.endswith(f"queue.declare durable={shown[0]} exclusive={shown[1]} no_wait={shown[2]}\n")
+
+
+def test_line_times_are_utc_to_the_microsecond():
+    import datetime
+    import random
+    view = Readable()
+    rng = random.Random(7)
+    moments = [0, 999_999_999, 1_000_000_000, 1_700_000_000_999_999_000, -1_000, -1_500_000_000]
+    moments += [rng.randrange(-10**18, 4 * 10**18) for _ in range(2000)]
+    for ts_ns in sorted(moments) + moments:  # in order (the cached second reused) and not
+        second, fraction = divmod(ts_ns, 10**9)
+        expected = (datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=second)).strftime("%Y-%m-%d %H:%M:%S")
+        assert view._time(ts_ns) == f"{expected}.{fraction // 1000:06d}", ts_ns
+
+
+def test_the_decoders_time_after_the_last_batch_is_the_last_packets():
+    """The connection ends still open when the input ends are timed by the last packet read (as
+    `now_ns`), also when that packet completed no record (a bare ACK closing most captures)."""
+    from amqp_decode.capture import read_records
+    for capture in (SAMPLES / "abrupt_kill.pcap", SAMPLES / "channel_errors.pcap"):
+        last = max(ts for ts, _, _ in read_records(str(capture)))
+        decoder = CaptureDecoder()
+        times = []
+        for _ in decoder.batches([str(capture)]):
+            times.append(decoder.now_ns)
+        assert decoder.now_ns == last and times == sorted(times) and decoder.stats.packets > 0
+
+
 def test_timestamps_in_json_are_the_wires_seconds(capfdbinary):
     records = jsonl(capfdbinary, "--method", "basic.publish", SAMPLES / "rich_properties.pcap")
     properties = records[0]["message"]["properties"]
