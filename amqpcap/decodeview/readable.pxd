@@ -25,6 +25,7 @@ cdef class Readable:
 
     @cython.locals(micros=cython.longlong)
     cpdef str _time(self, object ts_ns)
+    @cython.locals(number=cython.longlong, last_number=cython.longlong)
     cpdef str _head(self, dict record)
     cpdef str _cut(self, str text)
     cpdef str _pair(self, str key, object value)

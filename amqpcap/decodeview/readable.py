@@ -103,12 +103,18 @@ class Readable:
             channel = record["channel"]
             head = self._heads[key] = (f"{record['connection'][:8]} {record['client']} {arrow} {record['server']} "
                                        f"ch{channel if channel is not None else '-'} ")
-        number = record.get("pcap_record")
-        if number is not None:
-            last = record.get("pcap_record_last")
-            number = f"#{number}-{last} " if last is not None and last != number else f"#{number} "
-            return f"{self._time(record['ts_ns'])} {number}{head}"
-        return f"{self._time(record['ts_ns'])} {head}"
+        first = record.get("pcap_record")
+        if first is None:
+            return f"{self._time(record['ts_ns'])} {head}"
+        last = record.get("pcap_record_last")
+        if type(first) is int and (last is None or type(last) is int):  # (formatted as C integers)
+            number = first
+            if last is None or last == first:
+                return f"{self._time(record['ts_ns'])} #{number} {head}"
+            last_number = last
+            return f"{self._time(record['ts_ns'])} #{number}-{last_number} {head}"
+        number_text = f"#{first}-{last} " if last is not None and last != first else f"#{first} "
+        return f"{self._time(record['ts_ns'])} {number_text}{head}"
 
     # -- values ------------------------------------------------------------------------------------
 
@@ -178,15 +184,17 @@ class Readable:
             text = f"{size} bytes"
         else:
             text = f"{received} of {size} bytes"
-        if message["body_frames"] > 1:
-            text += f" in {message['body_frames']} frames"
+        frames = message["body_frames"]
+        if frames > 1:
+            text += f" in {frames} frames"
         if not message["complete"]:
             text += ", incomplete"
         properties = message["properties"]
         if properties and not self.frames:
             text += ", " + self._pairs(properties, ", ")
-        if message["body_sha256"]:
-            text += f", sha256={message['body_sha256'][:12]}"
+        digest = message["body_sha256"]
+        if digest:
+            return f"{text}, sha256={digest[:12]}"
         return text
 
     # -- lines -----------------------------------------------------------------------------------------
