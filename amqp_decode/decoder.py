@@ -240,9 +240,9 @@ class PacketFeed:
 
     `infos`: file index -> its CaptureInfo, as the readers fill them in; `reported`: per file, its
     issues already turned into records. When a file's reader has found damage since,
-    `damage(index, ts_ns)` gives its records, ahead of the packet's own. A class, so that compiled the steps are C calls on typed fields: as
-    a loop over a generator's Python locals, looking up and calling each by name cost about a
-    tenth of the decoder's time."""
+    `damage(index, ts_ns)` gives its records, ahead of the packet's own.
+    A class, so that compiled the steps are C calls on typed fields: as a loop over a generator's
+    Python locals, looking up and calling each by name cost about a tenth of the decoder's time."""
 
     def __init__(self, parser: PacketParser, segments: SegmentDecoder, infos: dict, reported: list[int],
                  damage) -> None:
