@@ -100,6 +100,10 @@ cdef class AmqpConnection(StreamSink):
     cdef public object client_reason
     cdef public object end_reason
 
+    @cython.locals(reader=FrameReader)
+    cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
+    @cython.locals(reader=FrameReader)
+    cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
     cpdef dict summary(self)
     cpdef bint syn_seen(self, int direction)
     cpdef _classify(self, int direction)

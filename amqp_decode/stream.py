@@ -486,11 +486,13 @@ class AmqpConnection(StreamSink):
         if self.status != "amqp":
             self.ignored_bytes += len(data)
             return
-        self.readers[direction].data(offset, data, ts_ns, capture, record)
+        reader = self.readers[direction]  # (typed in stream.pxd: compiled, a C call)
+        reader.data(offset, data, ts_ns, capture, record)
 
     def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
         if self.status == "amqp":
-            self.readers[direction].gap(offset, size, ts_ns)
+            reader = self.readers[direction]
+            reader.gap(offset, size, ts_ns)
         elif self.status == "undecided":
             self.held.append((direction, offset, size, ts_ns))
 

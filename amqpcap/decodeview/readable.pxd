@@ -5,6 +5,7 @@
 cimport cython
 
 cdef tuple _DIGITS
+cdef long long _NO_SECOND
 
 cpdef str value_text(object value)
 cdef str _key(object key)
@@ -16,15 +17,15 @@ cdef class Readable:
     cdef public bint frames
     cdef public object width
     cdef public object versions
-    cdef object _second
+    cdef long long _second
     cdef str _second_text
     cdef dict _heads
     cdef dict _naming
     cdef dict _said
     cdef dict _flags
 
-    @cython.locals(micros=cython.longlong)
-    cpdef str _time(self, object ts_ns)
+    @cython.locals(second=cython.longlong, fraction=cython.longlong, micros=cython.longlong)
+    cpdef str _time(self, long long ts_ns)
     @cython.locals(number=cython.longlong, last_number=cython.longlong)
     cpdef str _head(self, dict record)
     cpdef str _cut(self, str text)

@@ -25,6 +25,7 @@ from amqp_decode.fieldtable import Timestamp
 _PLAIN = re.compile(r'[^\s"=,{}\[\]\\|]+\Z').match  # strings written without quotes
 _CLOSES = frozenset({"channel.close", "connection.close"})
 _DIGITS = tuple(f"{n:03d}" for n in range(1000))
+_NO_SECOND = -(1 << 62)  # before any time a 64-bit nanosecond count can hold
 
 
 def value_text(value) -> str:
@@ -72,7 +73,7 @@ class Readable:
         self.frames = frames
         self.width = width
         self.versions = versions  # connection -> protocol version (for names), e.g. ConnectionEnds.version
-        self._second = None
+        self._second = _NO_SECOND
         self._second_text = ""
         self._heads: dict[tuple, str] = {}
         self._naming: dict = {}
@@ -82,7 +83,8 @@ class Readable:
     # -- the common start of a line --------------------------------------------------------------
 
     def _time(self, ts_ns: int) -> str:
-        second, fraction = divmod(ts_ns, 1_000_000_000)
+        second = ts_ns // 1_000_000_000  # (C integers compiled: the decoder's times are 64-bit)
+        fraction = ts_ns - second * 1_000_000_000
         if second != self._second:
             self._second = second
             try:
