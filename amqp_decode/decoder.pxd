@@ -25,7 +25,6 @@ cdef class PacketFeed:
     cdef public SegmentDecoder segments
     cdef public dict infos
     cdef public list reported
-    cdef public object damage
     cdef public list streams
     cdef public long long packets
     cdef public long long tcp_segments

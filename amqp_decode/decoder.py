@@ -147,8 +147,7 @@ class CaptureDecoder:
         segments = self.segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection)
         infos: dict[int, CaptureInfo] = {}
         reported = [0] * len(paths)  # capture issues already emitted, per file
-        feed = PacketFeed(parser, segments, infos, reported,
-                          lambda index, ts_ns: self._capture_issues(infos[index], reported, index, ts_ns))
+        feed = PacketFeed(parser, segments, infos, reported)
         try:
             opened = self._open(paths, infos)
             if len(opened) == 1:
@@ -166,7 +165,7 @@ class CaptureDecoder:
             self.now_ns = feed.ts_ns
         parser.finish()
         for index, info in infos.items():
-            issues = self._capture_issues(info, reported, index, info.last_ts_ns)
+            issues = capture_issues(info, reported, index, info.last_ts_ns)
             if issues:
                 yield self._count(issues)
         records = self._count(segments.finish())
@@ -198,19 +197,6 @@ class CaptureDecoder:
         if connection.status == "amqp" and self.collect_connections:
             self.stats.connection_summaries.append(connection.summary())
 
-    @staticmethod
-    def _capture_issues(info: CaptureInfo, reported: list[int], index: int, ts: int | None) -> list[dict]:
-        """Damage to the capture file itself, as issue records (not tied to a connection), timed by
-        the packet read right after it (or the file's last one)."""
-        new = info.issues[reported[index]:]
-        reported[index] = len(info.issues)
-        return [{"ts": ts / 1e9 if ts is not None else None, "ts_ns": ts, "ts_last_ns": ts, "capture": info.path,
-                 "pcap_record": None, "pcap_record_last": None, "tcp_stream": None,
-                 "connection": None, "client": None, "server": None, "dir": None, "channel": None, "kind": "issue",
-                 "offset": None, "size": 0, "issue_kind": issue.kind, "detail": issue.detail,
-                 "bytes_skipped": issue.bytes_skipped, "file_offset": issue.offset,
-                 "file_end_offset": issue.end_offset} for issue in new]
-
     def _open(self, paths: list[str], infos: dict) -> list[tuple]:
         """(file index, first record, the records after it) of every file that opens as a capture
         (a record: (ts_ns, link type, bytes)); a file that does not is recorded as failed."""
@@ -229,28 +215,39 @@ class CaptureDecoder:
         return opened
 
 
+def capture_issues(info: CaptureInfo, reported: list[int], index: int, ts: int | None) -> list[dict]:
+    """Damage to the capture file itself, as issue records (not tied to a connection), timed by
+    the packet read right after it (or the file's last one)."""
+    new = info.issues[reported[index]:]
+    reported[index] = len(info.issues)
+    return [{"ts": ts / 1e9 if ts is not None else None, "ts_ns": ts, "ts_last_ns": ts, "capture": info.path,
+             "pcap_record": None, "pcap_record_last": None, "tcp_stream": None,
+             "connection": None, "client": None, "server": None, "dir": None, "channel": None, "kind": "issue",
+             "offset": None, "size": 0, "issue_kind": issue.kind, "detail": issue.detail,
+             "bytes_skipped": issue.bytes_skipped, "file_offset": issue.offset,
+             "file_end_offset": issue.end_offset} for issue in new]
+
+
 class PacketFeed:
     """CaptureDecoder's work per packet, from its bytes to the records it completes: parsing, the
     file's TCP stream number (Wireshark's tcp.stream), reassembly and decoding.
 
-        feed = PacketFeed(parser, segments, infos, reported, damage)
+        feed = PacketFeed(parser, segments, infos, reported)
         for records in feed.run(packets):  # packets: (ts_ns, file index, record number, link type, bytes)
             ...  # feed.ts_ns: the time of the packet that completed them (of the last packet, once
                  # feed.packets > 0)
 
     `infos`: file index -> its CaptureInfo, as the readers fill them in; `reported`: per file, its
-    issues already turned into records. When a file's reader has found damage since,
-    `damage(index, ts_ns)` gives its records, ahead of the packet's own.
+    issues already turned into records. Damage a file's reader has found since comes as issue
+    records (capture_issues), ahead of the packet's own.
     A class, so that compiled the steps are C calls on typed fields: as a loop over a generator's
     Python locals, looking up and calling each by name cost about a tenth of the decoder's time."""
 
-    def __init__(self, parser: PacketParser, segments: SegmentDecoder, infos: dict, reported: list[int],
-                 damage) -> None:
+    def __init__(self, parser: PacketParser, segments: SegmentDecoder, infos: dict, reported: list[int]) -> None:
         self.parser = parser
         self.segments = segments
         self.infos = infos
         self.reported = reported
-        self.damage = damage
         self.streams = [FileStreams() for _ in reported]
         self.packets = 0
         self.tcp_segments = 0
@@ -282,7 +279,7 @@ class PacketFeed:
         self.ts_ns = ts_ns
         out = None
         if len(self.infos[index].issues) > self.reported[index]:  # the file was damaged just before
-            out = self.damage(index, ts_ns)
+            out = capture_issues(self.infos[index], self.reported, index, ts_ns)
         segment = self.parser.parse(ts_ns, link_type, data)
         if segment is None:
             return out
