@@ -6,6 +6,9 @@ from amqp_decode.packets cimport PacketParser, Segment
 from amqp_decode.stream_index cimport FileStreams
 
 
+cdef long long BATCH_RECORDS, BATCH_NS
+
+
 cdef class SegmentDecoder:
     cdef public object settings
     cdef public object options
@@ -29,6 +32,10 @@ cdef class PacketFeed:
     cdef public long long packets
     cdef public long long tcp_segments
     cdef public long long ts_ns
+    cdef public list held
+    cdef public long long held_since
+    cdef public long long ended
 
-    @cython.locals(out=list, segment=Segment, streams=FileStreams, records=list)
-    cpdef list packet(self, long long ts_ns, Py_ssize_t index, long long number, int link_type, bytes data)
+    @cython.locals(held=list, segment=Segment, streams=FileStreams, records=list)
+    cpdef bint packet(self, long long ts_ns, Py_ssize_t index, long long number, int link_type, bytes data)
+    cpdef list take(self)

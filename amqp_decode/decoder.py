@@ -79,6 +79,12 @@ def codecs_for(specs: tuple[tuple[str, str], ...], dialect: str) -> dict[str, Co
     return codecs
 
 
+# CaptureDecoder.batches: records per batch, gathered from as many packets as they take, and the
+# packet time a batch may span at most (live input keeps showing as its time passes)
+BATCH_RECORDS = 256
+BATCH_NS = 1_000_000_000
+
+
 class SegmentDecoder:
     """TCP segments in (any order a capture gives them), AMQP records out: the part of the path
     after packet parsing, shared by CaptureDecoder and the Spark job (which feeds it segments
@@ -137,9 +143,10 @@ class CaptureDecoder:
             yield from records
 
     def batches(self, inputs: Iterable[str], ends: bool = False) -> Iterator[list[dict]]:
-        """decode()'s records, as the lists that each packet (and the end of input) completes.
-        Between two lists, `now_ns` is the time of the packet just decoded and `segments` holds
-        exactly the state the records still to come are made from."""
+        """decode()'s records, in lists completed by consecutive packets (PacketFeed says how many),
+        then by the end of input. Between two lists, `now_ns` is the time of the last packet
+        decoded, which completed the list (and ended its connections, if the list ends any), and
+        `segments` holds exactly the state the records still to come are made from."""
         self._ends = ends
         paths = expand_inputs(inputs)
         parser = PacketParser()
@@ -234,8 +241,13 @@ class PacketFeed:
 
         feed = PacketFeed(parser, segments, infos, reported)
         for records in feed.run(packets):  # packets: (ts_ns, file index, record number, link type, bytes)
-            ...  # feed.ts_ns: the time of the packet that completed them (of the last packet, once
-                 # feed.packets > 0)
+            ...  # feed.ts_ns: the time of the packet that completed the last of them (of the last
+                 # packet, once feed.packets > 0)
+
+    Records come in batches completed by consecutive packets (`BATCH_RECORDS`, at most `BATCH_NS`
+    of packet time): what consumes them pays its calls per batch, and a batch per packet held two
+    records on average. A batch ends at a packet that ended a connection, so that `ts_ns` after it
+    is when the connection ended (the CLI times a port reuse's end by it).
 
     `infos`: file index -> its CaptureInfo, as the readers fill them in; `reported`: per file, its
     issues already turned into records. Damage a file's reader has found since comes as issue
@@ -252,46 +264,59 @@ class PacketFeed:
         self.packets = 0
         self.tcp_segments = 0
         self.ts_ns = 0
+        self.held: list[dict] = []  # the records of the batch being gathered
+        self.held_since = 0  # the time of the packet that began it
+        self.ended = 0  # connections the tracker had ended when the last batch was taken
 
     def run(self, packets) -> Iterator[list[dict]]:
         """Packets of several files: (ts_ns, file index, record number in the file, link type, bytes)."""
         for ts_ns, index, number, link_type, data in packets:
-            records = self.packet(ts_ns, index, number, link_type, data)
-            if records is not None:
-                yield records
+            if self.packet(ts_ns, index, number, link_type, data):
+                yield self.take()
+        if self.held:
+            yield self.take()
 
     def run_file(self, index: int, first: tuple, rest) -> Iterator[list[dict]]:
         """The packets of one file, numbered here: its first record, then the records after it."""
         ts_ns, link_type, data = first
-        records = self.packet(ts_ns, index, 1, link_type, data)
-        if records is not None:
-            yield records
+        if self.packet(ts_ns, index, 1, link_type, data):
+            yield self.take()
         number = 1
         for ts_ns, link_type, data in rest:
             number += 1
-            records = self.packet(ts_ns, index, number, link_type, data)
-            if records is not None:
-                yield records
+            if self.packet(ts_ns, index, number, link_type, data):
+                yield self.take()
+        if self.held:
+            yield self.take()
 
-    def packet(self, ts_ns: int, index: int, number: int, link_type: int, data: bytes) -> list[dict] | None:
-        """The records this packet completes (None: none)."""
+    def packet(self, ts_ns: int, index: int, number: int, link_type: int, data: bytes) -> bool:
+        """Decodes a packet, holding the records it completes: whether the batch is due (`take`)."""
         self.packets += 1
         self.ts_ns = ts_ns
-        out = None
+        held = self.held
+        if not held:
+            self.held_since = ts_ns
         if len(self.infos[index].issues) > self.reported[index]:  # the file was damaged just before
-            out = capture_issues(self.infos[index], self.reported, index, ts_ns)
+            held += capture_issues(self.infos[index], self.reported, index, ts_ns)
         segment = self.parser.parse(ts_ns, link_type, data)
-        if segment is None:
-            return out
-        self.tcp_segments += 1
-        segment.record = number
-        streams = self.streams[index]
-        segment.stream = streams.segment(segment.src, segment.sport, segment.dst, segment.dport, segment.flags,
-                                         segment.seq, ts_ns)
-        records = self.segments.feed(segment, index)
-        if not records:
-            return out
-        return records if out is None else out + records
+        if segment is not None:
+            self.tcp_segments += 1
+            segment.record = number
+            streams = self.streams[index]
+            segment.stream = streams.segment(segment.src, segment.sport, segment.dst, segment.dport,
+                                             segment.flags, segment.seq, ts_ns)
+            records = self.segments.feed(segment, index)
+            if records:
+                held += records
+        return len(held) > 0 and (len(held) >= BATCH_RECORDS or ts_ns - self.held_since >= BATCH_NS
+                                  or self.segments.tracker.ended != self.ended)
+
+    def take(self) -> list[dict]:
+        """The batch gathered; the next one starts."""
+        records = self.held
+        self.held = []
+        self.ended = self.segments.tracker.ended
+        return records
 
 
 def _tagged(first, records, index: int) -> Iterator[tuple[int, int, int, int, bytes]]:

@@ -78,6 +78,7 @@ cdef class TcpTracker:
     cdef object _closing
     cdef public long long ignored_packets
     cdef public long long connections_seen
+    cdef public long long ended
     cdef public object on_open
 
     @cython.locals(connection=TcpConnection, half=HalfStream, other=HalfStream, flags=cython.int,

@@ -245,6 +245,7 @@ class TcpTracker:
         self._closing: deque[TcpConnection] = deque()
         self.ignored_packets = 0  # packets for no known connection that carry neither data nor SYN
         self.connections_seen = 0
+        self.ended = 0  # connections ended so far
 
     def segment(self, seg: Segment, capture: int) -> None:
         key = (seg.src, seg.sport, seg.dst, seg.dport)
@@ -320,6 +321,7 @@ class TcpTracker:
         return connection
 
     def _end(self, connection: TcpConnection, reason: str, ts_ns: int) -> None:
+        self.ended += 1
         connection.end(reason, ts_ns)
         for key in ((*connection.a, *connection.b), (*connection.b, *connection.a)):
             if self.connections.get(key) is connection:

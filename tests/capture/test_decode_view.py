@@ -71,7 +71,9 @@ def test_the_watermark_never_releases_a_record_too_early(capture):
 
 
 def test_a_full_buffer_writes_the_oldest_and_counts_what_comes_late(capfdbinary):
-    capture = SAMPLES / "concurrent.pcap"
+    # (records come sorted within a batch of the decoder's: what comes late comes in a later batch,
+    # here the connections' ends, made after the close grace but timed by their last packets)
+    capture = SAMPLES / "connection_errors.pcap"
     code, out, err = run(capfdbinary, "--jsonl", "--sort-buffer", "3", capture)
     records = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and canonical(records) == canonical(jsonl(capfdbinary, capture))
@@ -94,6 +96,46 @@ def test_an_untimed_record_keeps_its_place_among_the_held():
 
 
 # -- connection ends --------------------------------------------------------------------------------
+
+def test_a_port_reuses_end_is_timed_by_the_reusing_syn_however_records_are_batched(tmp_path, capfdbinary):
+    """The decoder hands records on in batches of many packets; a batch ends at the packet that
+    ended a connection, whose time the connection-end record of a port reuse takes. Here the
+    reuse comes a tenth of a second into a batch, and another connection's heartbeats follow."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    from scapy.utils import wrpcap
+
+    header, heartbeat = b"AMQP\x00\x00\x09\x01", b"\x08\x00\x00\x00\x00\x00\x00\xce"
+    packets = []
+
+    def add(t, sport, flags, seq, ack=0, payload=b"", reply=False):
+        ip = IP(src="127.0.0.1", dst="127.0.0.2")
+        tcp = TCP(sport=sport, dport=5672, flags=flags, seq=seq, ack=ack)
+        if reply:
+            ip = IP(src="127.0.0.2", dst="127.0.0.1")
+            tcp = TCP(sport=5672, dport=sport, flags=flags, seq=seq, ack=ack)
+        packet = Ether() / ip / tcp / Raw(payload) if payload else Ether() / ip / tcp
+        packet.time = 1_700_000_001 + t
+        packets.append(packet)
+
+    for sport, t in ((40000, 0.0), (40001, 0.01)):
+        add(t, sport, "S", 1000)
+        add(t + 0.001, sport, "SA", 5000, 1001, reply=True)
+        add(t + 0.002, sport, "A", 1001, 5001)
+        add(t + 0.003, sport, "PA", 1001, 5001, header)
+    add(0.1, 40000, "S", 900_000)  # 40000 again, a new ISN: the first connection ends (port reuse)
+    for i in range(3):
+        add(0.2 + 0.1 * i, 40001, "PA", 1009 + 8 * i, 5001, heartbeat)
+    capture = tmp_path / "reuse.pcap"
+    wrpcap(str(capture), packets)
+
+    ends = [r for r in jsonl(capfdbinary, capture) if r["kind"] == "connection-end"]
+    reused = [r for r in ends if r["end_reason"] == "port-reuse"]
+    assert len(reused) == 1 and reused[0]["client"] == "127.0.0.1:40000"
+    assert reused[0]["ts_ns"] == 1_700_000_001_100_000_000  # the reusing SYN, not a later packet
+    assert sorted(r["ts_ns"] for r in ends) == [1_700_000_001_100_000_000, 1_700_000_001_400_000_000]
+
 
 def test_every_amqp_connection_ends_once_after_its_records(capfdbinary):
     from tests.analytics.tabulated import tabulate
