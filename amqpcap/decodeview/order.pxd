@@ -6,7 +6,6 @@ from amqp_decode.stream cimport AmqpConnection, FrameReader, _Content
 from amqp_decode.tcp cimport HalfStream, TcpConnection
 
 cdef int RESYNC, BODY, SKIP
-cdef object _ts
 
 
 @cython.locals(segments=SegmentDecoder, tcp=TcpConnection, sink=AmqpConnection, half=HalfStream,
@@ -21,6 +20,7 @@ cdef class TimeOrder:
     cdef public object decoder
     cdef public object every
     cdef public Py_ssize_t cap
+    cdef public list times
     cdef public list held
     cdef public Py_ssize_t start
     cdef public Py_ssize_t seq
@@ -31,10 +31,10 @@ cdef class TimeOrder:
     cdef public Py_ssize_t next_check
     cdef public object checked_now
 
-    @cython.locals(held=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong, count=Py_ssize_t,
-                   record=dict)
+    @cython.locals(held=list, times=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong,
+                   count=Py_ssize_t, at=Py_ssize_t, record=dict)
     cpdef list feed(self, list batch, object render=*)
     cpdef list finish(self)
     cpdef Py_ssize_t _interval(self)
-    @cython.locals(start=Py_ssize_t, held=list)
+    @cython.locals(start=Py_ssize_t, held=list, times=list)
     cpdef list _release(self, Py_ssize_t end)

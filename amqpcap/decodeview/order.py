@@ -19,7 +19,6 @@ was reused after it went silent without closing.
 from __future__ import annotations
 
 import bisect
-from operator import itemgetter
 from typing import Callable
 
 from amqp_decode.stream import READER_STATES
@@ -27,9 +26,6 @@ from amqp_decode.stream import READER_STATES
 # decoder reader states that hold bytes already skipped or a body frame in progress
 RESYNC, BODY, SKIP = READER_STATES["resync"], READER_STATES["body"], READER_STATES["skip"]
 DEFAULT_CAP = 200_000
-
-
-_ts = itemgetter(0)
 
 
 def _same(record: dict) -> dict:
@@ -96,18 +92,20 @@ class TimeOrder:
     """Records in ts_ns order: `feed` each batch of the decoder, then `finish`. What is held is each
     record's rendering (a line of text or JSON, far smaller than the record), not the record.
 
-    Records come nearly in order, so the held ones are one sorted list: a record no earlier than
-    the last held is appended, an earlier one inserted where it belongs (bisect), and what a
-    watermark releases is a prefix (`start` moves; the list is compacted now and then)."""
+    Records come nearly in order, so the held ones are one sorted list (two side by side: their
+    times and their renderings): a record no earlier than the last held is appended, an earlier
+    one inserted after those of its time (bisect_right: ties keep their order), and what a
+    watermark releases is a prefix (`start` moves; the lists are compacted now and then)."""
 
     def __init__(self, decoder, cap: int = DEFAULT_CAP, every: int | None = None) -> None:
         """`every`: take a watermark after that many records (default: adaptive, see feed)."""
         self.decoder = decoder
         self.every = every
         self.cap = max(1, cap)
-        self.held: list[tuple[int, int, object]] = []  # sorted from `start` on; before it: written
+        self.times: list[int] = []  # of the held records, sorted from `start` on; before it: written
+        self.held: list = []  # their renderings, in the same order
         self.start = 0
-        self.seq = 0
+        self.seq = 0  # records held so far
         self.last = None  # ts_ns of the last record written
         self.late = 0  # records written after a later one
         self.forced = 0  # records released by the cap rather than the watermark
@@ -119,10 +117,9 @@ class TimeOrder:
         """One of the decoder's batches (CaptureDecoder.batches, possibly filtered; between two
         batches the decoder's state holds exactly the records still to come): the renderings
         (`render(record)`; None is dropped) that can be written now, in order."""
-        held = self.held
-        append, insort = held.append, bisect.insort
+        held, times = self.held, self.times
         seq = self.seq
-        top = held[-1][0] if len(held) > self.start else -1  # the latest time held
+        top = times[-1] if len(times) > self.start else -1  # the latest time held
         for record in batch:
             rendered = render(record)
             if rendered is None:
@@ -132,10 +129,13 @@ class TimeOrder:
             ts = stamp if stamp is not None else top if top >= 0 else (self.last or 0)
             seq += 1
             if ts >= top:
-                append((ts, seq, rendered))
+                times.append(ts)
+                held.append(rendered)
                 top = ts
             else:
-                insort(held, (ts, seq, rendered), self.start)
+                at = bisect.bisect_right(times, ts, self.start)
+                times.insert(at, ts)
+                held.insert(at, rendered)
         self.seq = seq
         count = len(held) - self.start
         if count > self.most:
@@ -150,7 +150,7 @@ class TimeOrder:
             self.next_check, self.checked_now = seq + self._interval(), now
             low = low_watermark(self.decoder)
             if low is not None:
-                out = self._release(bisect.bisect_right(held, low, self.start, key=_ts))
+                out = self._release(bisect.bisect_right(times, low, self.start))
                 count = len(held) - self.start
         if count > self.cap:  # full: the oldest go, whatever the watermark says
             self.forced += count - self.cap
@@ -171,16 +171,17 @@ class TimeOrder:
 
     def _release(self, end: int) -> list:
         """The held renderings before index `end`, in order."""
-        held, start = self.held, self.start
+        held, times, start = self.held, self.times, self.start
         if end <= start:
             return []
         last = self.last
-        if last is not None and held[start][0] < last:  # came after later ones were written
-            self.late += len([i for i in range(start, end) if held[i][0] < last])
-        self.last = held[end - 1][0] if last is None or held[end - 1][0] > last else last
-        out = [item[2] for item in held[start:end]]
+        if last is not None and times[start] < last:  # came after later ones were written
+            self.late += len([i for i in range(start, end) if times[i] < last])
+        self.last = times[end - 1] if last is None or times[end - 1] > last else last
+        out = held[start:end]
         if end > 4096 and end * 2 > len(held):
             del held[:end]
+            del times[:end]
             end = 0
         self.start = end
         return out
