@@ -91,9 +91,9 @@ class SegmentDecoder:
     grouped by connection)."""
 
     def __init__(self, settings: Settings, capture_names: list[str],
-                 on_connection_end=None, resumable: bool = False) -> None:
+                 on_connection_end=None, resumable: bool = False, fold_content: bool = False) -> None:
         self.settings = settings
-        self.options = StreamOptions(settings, resumable)
+        self.options = StreamOptions(settings, resumable, fold_content)
         self.codecs = codecs_for(tuple(sorted(settings.decode.specs.items())), settings.decode.field_table_dialect)
         self.capture_names = capture_names
         self.on_connection_end = on_connection_end
@@ -123,11 +123,14 @@ class SegmentDecoder:
 
 class CaptureDecoder:
     def __init__(self, settings: Settings | None = None,
-                 collect_connections: bool = False) -> None:
+                 collect_connections: bool = False, fold_content: bool = False) -> None:
         """`collect_connections` keeps one summary per AMQP connection in stats (byte accounting,
-        end reason...); off by default so memory does not grow with the number of connections."""
+        end reason...); off by default so memory does not grow with the number of connections.
+        `fold_content`: content header and body frames make no records, their method's `message`
+        tells of them (amqp_decode.stream.StreamOptions); stats still count them by kind."""
         self.settings = settings if settings is not None else Settings()
         self.collect_connections = collect_connections
+        self.fold_content = fold_content
         self.stats = DecodeStats()
         self._kinds: dict[str, int] = {}  # records by kind (a plain dict is cheaper per record)
         self._ends = False
@@ -151,7 +154,8 @@ class CaptureDecoder:
         paths = expand_inputs(inputs)
         parser = PacketParser()
         stats = self.stats
-        segments = self.segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection)
+        segments = self.segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection,
+                                                  fold_content=self.fold_content)
         infos: dict[int, CaptureInfo] = {}
         reported = [0] * len(paths)  # capture issues already emitted, per file
         feed = PacketFeed(parser, segments, infos, reported)
@@ -201,6 +205,10 @@ class CaptureDecoder:
         status = connection.status if connection.status != "undecided" else "no-payload"
         self.stats.connections[status] += 1
         self.stats.ignored_bytes += connection.ignored_bytes
+        if connection.headers_folded or connection.bodies_folded:  # counted as if they had made records
+            kinds = self._kinds
+            kinds["header"] = kinds.get("header", 0) + connection.headers_folded
+            kinds["body"] = kinds.get("body", 0) + connection.bodies_folded
         if connection.status == "amqp" and self.collect_connections:
             self.stats.connection_summaries.append(connection.summary())
 

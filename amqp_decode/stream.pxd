@@ -22,6 +22,8 @@ cdef class _Content:
     cdef public object hasher
     cdef public object body
     cdef public object received_bytes
+    cdef public object properties
+    cdef public long long last_ns
 
 
 cdef class FrameReader:
@@ -99,6 +101,8 @@ cdef class AmqpConnection(StreamSink):
     cdef public int first_capture
     cdef public object client_reason
     cdef public object end_reason
+    cdef public long long headers_folded
+    cdef public long long bodies_folded
 
     @cython.locals(reader=FrameReader)
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
@@ -114,6 +118,9 @@ cdef class AmqpConnection(StreamSink):
     @cython.locals(channel=cython.int, record=dict, content=_Content, method_frame=MethodFrame,
                    header=ContentHeader, body=ContentBody)
     cpdef frame(self, FrameReader reader, Frame frame, long long start, long long end)
+    cpdef _warn(self, FrameReader reader, Frame frame, long long start, long long end, object channel)
+    @cython.locals(first=cython.longlong)
+    cpdef _fold(self, FrameReader reader, _Content content, long long start, long long end, object ts=*)
     @cython.locals(content=_Content, size=cython.longlong)
     cpdef _body(self, FrameReader reader, int channel, object payload, long long start, long long end,
                 bint intact=*, object ts=*)
@@ -147,3 +154,4 @@ cdef class StreamOptions:
     cdef public long long pending_records
     cdef public bint resumable
     cdef public long long resumable_body_cap
+    cdef public bint fold_content

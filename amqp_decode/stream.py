@@ -427,6 +427,10 @@ class _Content:
         self.records = records if records is not None else []
         self.method = method
         self.body_size = body_size
+        # Folded content (StreamOptions.fold_content): no header record holds the properties, and
+        # the time of the last content frame goes with the message instead
+        self.properties = None
+        self.last_ns = -1
         self.received = received
         self.frames = frames
         self.intact = intact
@@ -469,6 +473,7 @@ class AmqpConnection(StreamSink):
         self.first_capture = -1  # file of the first byte: the capture for records tied to no packet
         self.client_reason: str | None = None
         self.end_reason: str | None = None
+        self.headers_folded = self.bodies_folded = 0  # content frames that made no record (fold_content)
 
     # -- StreamSink -----------------------------------------------------------------------------
 
@@ -734,10 +739,19 @@ class AmqpConnection(StreamSink):
                                               received_bytes=bytearray() if self.settings.resumable else None)
         elif kind == "header":
             header = frame  # (typed as its subclass, as above)
+            content = self.contents.get((reader.direction, channel))
+            if content is not None and content.body_size is None and self.settings.fold_content:
+                self._fold(reader, content, start, end)
+                self.headers_folded += 1
+                content.properties = header.properties
+                content.body_size = header.body_size
+                if header.body_size == 0:
+                    self._close_content((reader.direction, channel), complete=True)
+                self._warn(reader, frame, start, end, channel)
+                return
             fields = {"class": header.class_name, "class_id": header.class_id, "weight": header.weight,
                       "body_size": header.body_size, "property_flags": list(header.property_flags),
                       "properties": header.properties}
-            content = self.contents.get((reader.direction, channel))
             if content is None or content.body_size is not None:
                 self._record(reader, "header", start, end, channel, fields)
                 self._record(reader, "issue", start, end, channel, {
@@ -758,6 +772,10 @@ class AmqpConnection(StreamSink):
             self._record(reader, "issue", start, end, channel, {
                 "issue_kind": "uninterpreted-frame", "detail": f"{frame.type_name} frame (type "
                 f"{frame.frame_type}) of {frame.size} bytes: framed, not interpreted", "bytes_skipped": 0})
+        self._warn(reader, frame, start, end, channel)
+
+    def _warn(self, reader: FrameReader, frame, start: int, end: int, channel) -> None:
+        """An issue record per warning the frame's decoding gave."""
         warnings = frame.warnings
         if warnings:
             for warning in warnings:
@@ -781,8 +799,12 @@ class AmqpConnection(StreamSink):
         content.received += size
         content.frames += 1
         content.intact &= intact
-        content.records.append(self._record(reader, "body", start, end, channel,
-                                            {"body_frame_size": size}, hold=True, ts=ts))
+        if self.settings.fold_content:
+            self._fold(reader, content, start, end, ts)
+            self.bodies_folded += 1
+        else:
+            content.records.append(self._record(reader, "body", start, end, channel,
+                                                {"body_frame_size": size}, hold=True, ts=ts))
         if content.received >= content.body_size:
             self._close_content(key, complete=content.received == content.body_size)
 
@@ -833,6 +855,13 @@ class AmqpConnection(StreamSink):
         if content.body is not None and len(content.body) < self.settings.body_cap:
             content.body += data[:self.settings.body_cap - len(content.body)]
 
+    def _fold(self, reader: FrameReader, content: _Content, start: int, end: int, ts=None) -> None:
+        """A content frame that makes no record (StreamOptions.fold_content): only its time is kept,
+        the latest of the message's for its `last_frame_ns`."""
+        first = ts[0] if ts is not None else reader.timestamps(start, end)[0]
+        if first > content.last_ns:
+            content.last_ns = first
+
     def _close_content(self, key, complete: bool, why: str = "") -> None:
         content = self.contents.pop(key)
         complete = complete and content.intact and content.body_size is not None
@@ -840,7 +869,9 @@ class AmqpConnection(StreamSink):
         summary = {"body_size": content.body_size, "body_received": content.received,
                    "body_frames": content.frames, "complete": complete,
                    "body_sha256": content.hasher.hexdigest() if complete and content.hasher is not None else None,
-                   "properties": header["properties"] if header is not None else None}
+                   "properties": header["properties"] if header is not None else content.properties}
+        if content.last_ns >= 0:
+            summary["last_frame_ns"] = content.last_ns
         if content.body is not None:
             summary["body_b64"] = base64.b64encode(bytes(content.body)).decode()
             summary["body_truncated"] = content.received > len(content.body)
@@ -930,9 +961,9 @@ class StreamOptions:
     hot paths)."""
 
     __slots__ = ("amqp_ports", "tls_ports", "default_version", "max_frame", "resync_max_frame",
-                 "capture_bodies", "body_cap", "pending_records", "resumable", "resumable_body_cap")
+                 "capture_bodies", "body_cap", "pending_records", "resumable", "resumable_body_cap", "fold_content")
 
-    def __init__(self, settings: Settings, resumable: bool = False) -> None:
+    def __init__(self, settings: Settings, resumable: bool = False, fold_content: bool = False) -> None:
         decode, bodies = settings.decode, settings.bodies
         self.amqp_ports = frozenset(decode.amqp_ports)
         self.tls_ports = frozenset(decode.tls_ports)
@@ -944,3 +975,6 @@ class StreamOptions:
         self.pending_records = decode.pending_records
         self.resumable = resumable  # connections may be saved at the end (amqp_decode.state)
         self.resumable_body_cap = settings.state.max_partial_body_bytes
+        # A content method's header and body frames make no records of their own: its `message`
+        # says what they were, and `last_frame_ns` when the last came (the one-line-per-message view)
+        self.fold_content = fold_content

@@ -143,7 +143,9 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--where: {error}") from None
     if not expand_inputs(args.captures):
         raise UsageError(f"no capture files in {' '.join(args.captures)}")
-    decoder = CaptureDecoder(settings)
+    # the one-line-per-message view: a message's content frames are part of its line, not records
+    folded = not (args.stats or args.jsonl or args.frames)
+    decoder = CaptureDecoder(settings, fold_content=folded)
     out = sys.stdout.buffer
     order = None
     with fewer_collections():  # amqp_decode.gc_policy: a tenth of the time otherwise
@@ -156,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
             else:
                 readable = Readable(frames=args.frames, width=None if args.full else args.width, versions=ends.version)
                 render, join = readable.line, _join_text
-            selection = Selection(tests, fold_content=not (args.jsonl or args.frames))
+            selection = Selection(tests, folded=folded)
             order = None if args.no_sort else TimeOrder(decoder, args.sort_buffer)
             for batch in decoder.batches(args.captures, ends=True):
                 records = selection.select(ends.apply(batch, decoder.now_ns))

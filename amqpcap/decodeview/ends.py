@@ -55,6 +55,13 @@ class ConnectionEnds:
                 facts.version = record["version"]
         if kind == "method":
             method = record["method"]
+            message = record.get("message")
+            if message is not None and record["dir"] == "C>S":
+                # content frames folded into their method (CaptureDecoder's fold_content) made no
+                # records: the message says when its last frame came
+                last = message.get("last_frame_ns")
+                if last is not None and (facts.last_client_ns is None or last > facts.last_client_ns):
+                    facts.last_client_ns = last
             if method[:11] == "connection.":
                 if method == "connection.close":
                     if facts.close is None or record["ts_ns"] < facts.close["ts_ns"]:

@@ -2,9 +2,10 @@
 --errors and --where, all of them required at once (a repeated --method or --channel: any of them).
 
 A content method's header and body frames belong to it: they are shown when their method is (and
-judged by nothing else), and in the one-line-per-message view they are folded into its line. The
-decoder emits them right after their method (same connection, direction and channel), which is
-how they are recognised; a header or body without its method is judged on its own.
+judged by nothing else). The decoder emits them right after their method (same connection,
+direction and channel), which is how they are recognised; a header or body without its method is
+judged on its own. In the one-line-per-message view the decoder folds them into their method's
+record (CaptureDecoder's fold_content): they make no records at all.
 
 --errors selects: channel.close and connection.close with a reply code other than 200 (or 0, which
 some clients send for a normal close; either side), basic.return, basic.nack from the broker (a publish it failed to take; a consumer's nack or
@@ -98,25 +99,27 @@ def _passes(tests: list[Predicate], record: dict) -> bool:
 
 
 class Selection:
-    """Applies the predicates to the decoder's batches, keeping content frames with their method,
-    and (`fold_content`) leaving out those the message's line shows."""
+    """Applies the predicates to the decoder's batches, keeping content frames with their method.
+    `folded`: the decoder folded content frames into their methods (no records follow one)."""
 
-    def __init__(self, tests: list[Predicate], fold_content: bool) -> None:
+    def __init__(self, tests: list[Predicate], folded: bool) -> None:
         self.tests = tests
-        self.fold = fold_content
+        self.folded = folded
         self.owned = 0  # content frames still to come right after the last content method
         self.owner_shown = False
 
     def select(self, batch: list[dict]) -> list[dict]:
-        if not self.tests and not self.fold:
+        tests = self.tests
+        if not tests:
             return batch
-        tests, fold = self.tests, self.fold
+        if self.folded:
+            return [record for record in batch if _passes(tests, record)]
         out = []
         owned, shown = self.owned, self.owner_shown
         for record in batch:
             if owned:  # the method's header and body frames: [method, header, body...] in a row
                 owned -= 1
-                if shown and not fold:
+                if shown:
                     out.append(record)
                 continue
             message = record.get("message")

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from amqp_decode.decoder import CaptureDecoder
+from amqp_decode.stream import CONNECTION_END
 from amqpcap.cli import main
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.order import TimeOrder
@@ -351,6 +352,48 @@ def test_one_line_per_message_and_every_frame_with_frames(capfdbinary, everythin
     assert "timestamp=2023-11-14T22:13:20Z, type=rich.test" in publish and ", sha256=9de240cb58f9" in publish
     assert any(line.endswith("header basic body_size=0") for line in frames.splitlines())
     assert any(line.endswith("body 21 bytes") for line in frames.splitlines())
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=IDS)
+def test_folded_content_is_every_record_but_the_content_frames(capture):
+    """The one-line-per-message view's decoder (fold_content) makes no record of a content
+    method's header and body frames. Everything else is as the full decoder makes it, the method's
+    message adds when its last content frame came, the stats count the frames as before, and every
+    connection ends the same (the client's last frame may be a body)."""
+    full, folded = CaptureDecoder(), CaptureDecoder(fold_content=True)
+    records = list(full.decode([str(capture)], ends=True))
+    owner = content_frames(records)
+    last: dict[int, int] = {}
+    for frame, method in owner.items():
+        last[method] = max(last.get(method, -1), records[frame]["ts_ns"])
+    expected = [{**r, "message": {**r["message"], "last_frame_ns": last[i]}} if i in last else r
+                for i, r in enumerate(records) if i not in owner]
+    got = list(folded.decode([str(capture)], ends=True))
+    assert got == expected
+    assert folded.stats.records == full.stats.records
+    ends = [[r for r in ConnectionEnds().apply(each, None) if r["kind"] == "connection-end"] for each in (got, records)]
+    assert ends[0] == ends[1]
+
+
+def test_a_folded_body_is_the_clients_last_frame():
+    """A heartbeat timeout is judged from the client's last frame, which the content frames a
+    folded message made no records of can be: the message's last_frame_ns stands in for them."""
+    second = 10**9
+    common = {"connection": "c1", "dir": "C>S", "channel": 1, "tcp_stream": 0}
+    tune_ok = {**common, "kind": "method", "ts_ns": 0, "method": "connection.tune-ok", "args": {"heartbeat": 2}}
+    publish = {**common, "kind": "method", "ts_ns": 1 * second, "method": "basic.publish", "args": {},
+               "message": {"body_size": 9, "body_frames": 1, "last_frame_ns": 6 * second}}
+    summary = {"connection": "c1", "status": "amqp", "end_reason": "fin", "last_ts_ns": 9 * second,
+               "first_ts_ns": 0, "capture": "x.pcap", "client": "a", "server": "b", "version": "0-9-1",
+               "syn_seen": True, "client_decided_by": "syn", "directions": {}}
+    end = {"kind": CONNECTION_END, "connection": "c1", "summary": summary}
+
+    def ended(*records):
+        return ConnectionEnds().apply([*records, end], None)[-1]
+    assert ended(tune_ok, publish)["end_reason"] == "fin"  # 3 s after the body: under 2 x 2 s
+    assert ended(tune_ok, publish)["last_client_frame_ns"] == 6 * second
+    unfolded = {**publish, "message": {k: v for k, v in publish["message"].items() if k != "last_frame_ns"}}
+    assert ended(tune_ok, unfolded)["end_reason"] == "heartbeat-timeout"  # 8 s after the method
 
 
 def test_names_instead_of_ids(capfdbinary):
