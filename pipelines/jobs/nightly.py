@@ -231,11 +231,14 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
 # -- stage 3 -------------------------------------------------------------------------------------
 
 def flows_stage(spark, parts: int, settings: Settings, staging: str, root: str, run_id: str) -> list[dict]:
-    """message_flows from the sides the decode tasks staged: one task per part of the key space."""
+    """message_flows from the sides the decode tasks staged: each task pairs several parts of the
+    key space, one after another (a part bounds a task's memory, not its duration), two tasks per
+    core: a task per part spent a sixth of the stage starting tasks and writing small files."""
     from pipelines.stages.flows import flows_task
     task = functools.partial(flows_task, staging=staging, root=root, run_id=run_id,
                              batch_rows=settings.spark.arrow_batch_rows)
-    return spark.sparkContext.parallelize(range(parts), parts).mapPartitions(task).collect()
+    tasks = min(parts, 2 * spark.sparkContext.defaultParallelism)
+    return spark.sparkContext.parallelize(range(parts), tasks).mapPartitions(task).collect()
 
 
 # -- the captures table --------------------------------------------------------------------------
