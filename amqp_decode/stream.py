@@ -977,4 +977,6 @@ class StreamOptions:
         self.resumable_body_cap = settings.state.max_partial_body_bytes
         # A content method's header and body frames make no records of their own: its `message`
         # says what they were, and `last_frame_ns` when the last came (the one-line-per-message view)
+        if fold_content and resumable:  # a saved message is resumed from its records (amqp_decode.state)
+            raise ValueError("content frames cannot be folded on connections that may be saved")
         self.fold_content = fold_content

@@ -375,6 +375,13 @@ def test_folded_content_is_every_record_but_the_content_frames(capture):
     assert ends[0] == ends[1]
 
 
+def test_folding_content_and_saving_connections_exclude_each_other():
+    from amqp_decode.decoder import SegmentDecoder
+    from amqp_decode.settings import Settings
+    with pytest.raises(ValueError, match="cannot be folded"):
+        SegmentDecoder(Settings(), [], resumable=True, fold_content=True)
+
+
 def test_a_folded_body_is_the_clients_last_frame():
     """A heartbeat timeout is judged from the client's last frame, which the content frames a
     folded message made no records of can be: the message's last_frame_ns stands in for them."""
