@@ -3,20 +3,76 @@
 cimport cython
 
 
+cdef class Laid:
+    cdef public int kind
+    cdef public Py_ssize_t rows
+    cdef public object validity
+    cdef public Py_ssize_t nulls
+    cdef public object data
+
+
+# Typed views of each column's buffers: a value goes in with a C store, no object kept.
+cdef class _Typed:
+    cdef public bytearray valid
+    cdef unsigned char[:] bits
+
+    cdef _grow_valid(self, Py_ssize_t capacity)
+    cdef bint put(self, Py_ssize_t row, object value) except -1
+    cdef grow(self, Py_ssize_t capacity)
+    cdef Laid take(self, Py_ssize_t size)
+    cdef tuple _validity(self, Py_ssize_t size)
+
+
+cdef class _Int64s(_Typed):
+    cdef public object data
+    cdef long long[:] longs
+
+    cdef bint put(self, Py_ssize_t row, object value) except -1
+    cdef grow(self, Py_ssize_t capacity)
+    cdef Laid take(self, Py_ssize_t size)
+
+
+cdef class _Int32s(_Typed):
+    cdef public object data
+    cdef int[:] ints
+
+    cdef bint put(self, Py_ssize_t row, object value) except -1
+    cdef grow(self, Py_ssize_t capacity)
+    cdef Laid take(self, Py_ssize_t size)
+
+
+cdef class _Bools(_Typed):
+    cdef public bytearray data
+    cdef unsigned char[:] truths
+
+    cdef bint put(self, Py_ssize_t row, object value) except -1
+    cdef grow(self, Py_ssize_t capacity)
+    cdef Laid take(self, Py_ssize_t size)
+
+
+cdef object _typed(long long kind, Py_ssize_t capacity)
+
+
 cdef class ColumnBuffer:
     cdef readonly tuple names
+    cdef readonly tuple kinds
     cdef list columns
     cdef public Py_ssize_t size
     cdef public Py_ssize_t bytes
     cdef Py_ssize_t capacity
 
     cdef list _empty(self, Py_ssize_t capacity)
+    @cython.locals(typed=_Typed)
     cdef _grow(self)
-    @cython.locals(size=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, columns=list, names=tuple)
+    @cython.locals(typed=_Typed)
+    cdef _put(self, Py_ssize_t i, Py_ssize_t size, object value)
+    @cython.locals(typed=_Typed, laid=Laid)
+    cdef list _to_objects(self, Py_ssize_t i, Py_ssize_t size)
+    @cython.locals(size=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, names=tuple)
     cpdef add(self, dict row)
-    @cython.locals(size=Py_ssize_t, i=Py_ssize_t, columns=list)
+    @cython.locals(size=Py_ssize_t, i=Py_ssize_t, n=Py_ssize_t)
     cpdef add_values(self, tuple values)
-    @cython.locals(size=Py_ssize_t, column=list)
+    @cython.locals(size=Py_ssize_t, typed=_Typed, taken=list)
     cpdef list take(self)
 
 
@@ -26,6 +82,7 @@ cdef tuple _fullest(dict buffers, bint by_bytes)
 
 cdef class TableColumns:
     cdef object names_of
+    cdef object kinds_of
     cdef object full
     cdef public Py_ssize_t batch_rows
     cdef public Py_ssize_t held_rows

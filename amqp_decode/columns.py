@@ -1,15 +1,25 @@
 """Rows gathered as columns: what every table's rows become on their way to Arrow.
 
 A row (a dict keyed by column name; an absent key is null) is split into its columns as it comes,
-while its dict is still in the CPU's cache: one list per column, in the order given. Turning held
+while its dict is still in the CPU's cache: one column per name, in the order given. Turning held
 rows into columns later (a tuple per row, then a transposition) costs several times more: every
 column is a walk over thousands of scattered objects. Compiled, `add` stores each non-null value in
 its column (the columns are filled with nulls ahead), plus one dictionary lookup per column for a
 row whose keys are not in the columns' order.
 
-    buffer = ColumnBuffer(("date", "connection", "ts_ns"))
+    buffer = ColumnBuffer(("date", "connection", "ts_ns"), kinds=(OBJECT, OBJECT, INT64))
     buffer.add(row)
-    columns = buffer.take()  # [[dates...], [connections...], [ts_ns...]]; the buffer is empty again
+    columns = buffer.take()  # [[dates...], [connections...], Laid(...)]; the buffer is empty again
+
+A column's kind says how it is held. OBJECT: a list of the values. INT64, INT32, BOOL: the values
+go into Arrow's layout as they come (a validity bitmap, then machine integers or bits), and `take`
+gives a `Laid` column that pyarrow wraps without a conversion. A value such a column cannot hold
+(another type, an integer out of its width) turns that column into a list of objects for the rest
+of the batch, which the caller converts as it converts any list (pyarrow accepts or refuses it).
+Held as objects, a decode task's integers and booleans (half its tables' values) were each kept
+alive until their batch was written, then walked again to be laid out: the task took 14% longer.
+Text stays a list: encoding it value by value cost more than the one join and encode of a whole
+column when it is written (amqp_decode.arrow_layout).
 
 `TableColumns` holds one buffer per table, for a writer that receives many tables' rows mixed: the
 path every row of a decode task takes, so it is compiled too, with no Python-level call on it.
@@ -20,15 +30,173 @@ segment of the read stage takes it).
 from __future__ import annotations
 
 import sys
+from array import array
 
 FIRST_CAPACITY = 64  # rows a ColumnBuffer's columns hold before they first grow
 
+# How a column is held (ColumnBuffer's `kinds`)
+OBJECT, INT64, INT32, BOOL = 0, 1, 2, 3
+
+
+class Laid:
+    """A column in Arrow's layout: `validity` (a bitmap, bit i set: value i is not null; None when
+    no value is), `nulls`, and `data`: machine integers (an `array`) or a bitmap of booleans."""
+
+    __slots__ = ("kind", "rows", "validity", "nulls", "data")
+
+    def __init__(self, kind: int, rows: int, validity, nulls: int, data) -> None:
+        self.kind = kind
+        self.rows = rows
+        self.validity = validity
+        self.nulls = nulls
+        self.data = data
+
+    def buffers(self) -> list:
+        """What pyarrow.Array.from_buffers takes for it: validity, data."""
+        return [self.validity, self.data]
+
+    def values(self) -> list:
+        """The column as Python values (None for nulls)."""
+        validity, data = self.validity, self.data
+        out = [None] * self.rows
+        for i in range(self.rows):
+            if validity is not None and not validity[i >> 3] & (1 << (i & 7)):
+                continue
+            out[i] = bool(data[i >> 3] & (1 << (i & 7))) if self.kind == BOOL else data[i]
+        return out
+
+
+class _Typed:
+    """A column of one kind held in Arrow's layout while its rows come. `put` stores a value
+    (False: one it cannot hold); rows never given a value stay null."""
+
+    def __init__(self, capacity: int) -> None:
+        self.valid = bytearray((capacity + 7) >> 3)
+        self.bits = self.valid  # (compiled: a typed view of it)
+
+    def _grow_valid(self, capacity: int) -> None:
+        valid = bytearray((capacity + 7) >> 3)
+        valid[:len(self.valid)] = self.valid
+        self.valid = valid
+        self.bits = valid
+
+    def put(self, row: int, value) -> bool:
+        raise NotImplementedError
+
+    def grow(self, capacity: int) -> None:
+        raise NotImplementedError
+
+    def take(self, size: int) -> Laid:
+        raise NotImplementedError
+
+    def _validity(self, size: int) -> tuple:
+        """(the validity bitmap of `size` rows, or None when none is null; the nulls)."""
+        valid = bytes(self.valid[:(size + 7) >> 3])
+        nulls = size - int.from_bytes(valid, "little").bit_count()
+        return (valid if nulls else None), nulls
+
+
+class _Int64s(_Typed):
+    def __init__(self, capacity: int) -> None:
+        _Typed.__init__(self, capacity)
+        self.data = array("q", bytes(8 * capacity))
+        self.longs = self.data  # (compiled: a typed view of it)
+
+    def put(self, row: int, value) -> bool:
+        if type(value) is not int:  # (bool, a subclass of int, too: Arrow refuses it)
+            return False
+        try:
+            self.longs[row] = value  # (compiled: to a C long long, raising OverflowError past its range)
+        except OverflowError:
+            return False
+        self.bits[row >> 3] |= 1 << (row & 7)
+        return True
+
+    def grow(self, capacity: int) -> None:
+        data = array("q", bytes(8 * capacity))
+        data[:len(self.data)] = self.data
+        self.data = data
+        self.longs = data
+        self._grow_valid(capacity)
+
+    def take(self, size: int) -> Laid:
+        validity, nulls = self._validity(size)
+        return Laid(INT64, size, validity, nulls, self.data[:size])
+
+
+class _Int32s(_Typed):
+    def __init__(self, capacity: int) -> None:
+        _Typed.__init__(self, capacity)
+        self.data = array("i", bytes(4 * capacity))
+        self.ints = self.data  # (compiled: a typed view of it)
+
+    def put(self, row: int, value) -> bool:
+        if type(value) is not int:
+            return False
+        try:
+            self.ints[row] = value  # (to a C int: OverflowError past its range, compiled or not)
+        except OverflowError:
+            return False
+        self.bits[row >> 3] |= 1 << (row & 7)
+        return True
+
+    def grow(self, capacity: int) -> None:
+        data = array("i", bytes(4 * capacity))
+        data[:len(self.data)] = self.data
+        self.data = data
+        self.ints = data
+        self._grow_valid(capacity)
+
+    def take(self, size: int) -> Laid:
+        validity, nulls = self._validity(size)
+        return Laid(INT32, size, validity, nulls, self.data[:size])
+
+
+class _Bools(_Typed):
+    def __init__(self, capacity: int) -> None:
+        _Typed.__init__(self, capacity)
+        self.data = bytearray((capacity + 7) >> 3)
+        self.truths = self.data  # (compiled: a typed view of it)
+
+    def put(self, row: int, value) -> bool:
+        if value is True:
+            self.truths[row >> 3] |= 1 << (row & 7)
+        elif value is not False:
+            return False
+        self.bits[row >> 3] |= 1 << (row & 7)
+        return True
+
+    def grow(self, capacity: int) -> None:
+        data = bytearray((capacity + 7) >> 3)
+        data[:len(self.data)] = self.data
+        self.data = data
+        self.truths = data
+        self._grow_valid(capacity)
+
+    def take(self, size: int) -> Laid:
+        validity, nulls = self._validity(size)
+        return Laid(BOOL, size, validity, nulls, bytes(self.data[:(size + 7) >> 3]))
+
+
+def _typed(kind: int, capacity: int):
+    """A new column of `kind` (a list of nulls for OBJECT)."""
+    if kind == INT64:
+        return _Int64s(capacity)
+    if kind == INT32:
+        return _Int32s(capacity)
+    if kind == BOOL:
+        return _Bools(capacity)
+    return [None] * capacity
+
 
 class ColumnBuffer:
-    def __init__(self, names) -> None:
+    def __init__(self, names, kinds=None) -> None:
         # Interned, as the rows' literal keys are: a lookup then matches by identity, without
         # comparing the strings (names from an Arrow schema are new string objects each time).
         self.names = tuple(sys.intern(name) for name in names)
+        self.kinds = tuple(kinds) if kinds is not None else (OBJECT,) * len(self.names)
+        if len(self.kinds) != len(self.names):
+            raise ValueError(f"{len(self.kinds)} kinds for {len(self.names)} columns")
         self.size = 0
         self.bytes = 0  # what a caller counts of the rows held (PartColumns: their payloads)
         self.columns = self._empty(FIRST_CAPACITY)  # (and the capacity)
@@ -38,20 +206,42 @@ class ColumnBuffer:
         # a wide table's row are null (a method's arguments), and a null is then left in place
         # rather than appended.
         self.capacity = capacity
-        return [[None] * capacity for _ in self.names]
+        return [_typed(kind, capacity) for kind in self.kinds]
 
     def _grow(self) -> None:
+        capacity = 2 * self.capacity
         more = [None] * self.capacity
         for column in self.columns:
-            column += more
-        self.capacity *= 2
+            if type(column) is list:
+                column += more
+            else:
+                typed = column
+                typed.grow(capacity)
+        self.capacity = capacity
+
+    def _put(self, i: int, size: int, value) -> None:
+        """A value (not None) into column i, row `size`."""
+        column = self.columns[i]
+        if type(column) is list:
+            column[size] = value
+            return
+        typed = column
+        if not typed.put(size, value):
+            self._to_objects(i, size)[size] = value
+
+    def _to_objects(self, i: int, size: int) -> list:
+        """Column i, holding a value its kind cannot, as a list of objects from now on (this batch)."""
+        typed = self.columns[i]
+        laid = typed.take(size)
+        objects = laid.values() + [None] * (self.capacity - size)
+        self.columns[i] = objects
+        return objects
 
     def add(self, row: dict) -> None:
         size = self.size
         if size == self.capacity:
             self._grow()
         names = self.names
-        columns = self.columns
         n = len(names)
         # A row whose keys come in the columns' order (amqp_decode.rows builds them so) is read
         # in one walk over its entries; from the first key out of order on, by name.
@@ -60,39 +250,48 @@ class ColumnBuffer:
             if i == n or key is not names[i]:
                 break
             if value is not None:
-                columns[i][size] = value
+                self._put(i, size, value)
             i += 1
         while i < n:
             value = row.get(names[i])
             if value is not None:
-                columns[i][size] = value
+                self._put(i, size, value)
             i += 1
         self.size = size + 1
 
     def add_values(self, values: tuple) -> None:
         """A row given as its values, one per name, in order."""
-        columns = self.columns
-        if len(values) != len(columns):
-            raise ValueError(f"{len(values)} values for {len(columns)} columns")
+        n = len(self.names)
+        if len(values) != n:
+            raise ValueError(f"{len(values)} values for {n} columns")
         size = self.size
         if size == self.capacity:
             self._grow()
-        for i in range(len(columns)):
-            columns[i][size] = values[i]
+        for i in range(n):
+            value = values[i]
+            if value is not None:
+                self._put(i, size, value)
         self.size = size + 1
 
     def take(self) -> list:
-        """The columns so far (a list per name, in order); the buffer starts over."""
+        """The columns so far, one per name in order: a list of values, or a `Laid` column for a
+        typed kind; the buffer starts over."""
         columns = self.columns
         size = self.size
+        taken = []
         for column in columns:
-            del column[size:]
+            if type(column) is list:
+                del column[size:]
+                taken.append(column)
+            else:
+                typed = column
+                taken.append(typed.take(size))
         # The next rows start with room for as many as these: a writer takes its batches at a
         # steady size, and growing to it again by doubling copied every column eight times.
         self.columns = self._empty(size if size > FIRST_CAPACITY else FIRST_CAPACITY)
         self.size = 0
         self.bytes = 0
-        return columns
+        return taken
 
 
 def _fullest(buffers: dict, by_bytes: bool) -> tuple:
@@ -120,8 +319,10 @@ class TableColumns:
     hold batch_rows rows of every one of its tables, more of them filling as its input grows.
     """
 
-    def __init__(self, names_of, full, batch_rows: int, held_rows: int | None = None) -> None:
+    def __init__(self, names_of, full, batch_rows: int, held_rows: int | None = None, kinds_of=None) -> None:
+        """`kinds_of(table)`: how each of its columns is held (ColumnBuffer's `kinds`; default OBJECT)."""
         self.names_of = names_of
+        self.kinds_of = kinds_of
         self.full = full
         self.batch_rows = batch_rows
         self.held_rows = held_rows if held_rows is not None else -1
@@ -134,7 +335,8 @@ class TableColumns:
         name = table.name
         buffer = self.buffers.get(name)
         if buffer is None:
-            buffer = self.buffers[name] = ColumnBuffer(self.names_of(table))
+            buffer = self.buffers[name] = ColumnBuffer(self.names_of(table),
+                                                       self.kinds_of(table) if self.kinds_of is not None else None)
             self.tables[name] = table
         buffer.add(row)
         if self.taps:

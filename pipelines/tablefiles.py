@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from amqp_decode import arrow_layout
-from amqp_decode.columns import TableColumns
+from amqp_decode.columns import BOOL, INT32, INT64, OBJECT, Laid, TableColumns
 from amqp_decode.tables import TABLES, Table
 
 FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures string, stats string"
@@ -59,14 +59,28 @@ def rows_to_batch(table: Table, rows: list[dict], constants: dict | None = None,
 
 class _Layout:
     """How one table's rows are held until written: as columns (amqp_decode.columns), `date` first
-    (it goes to the path), then the file's columns in schema order."""
+    (it goes to the path), then the file's columns in schema order; compiled, integers, times and
+    booleans in Arrow's layout as they come (interpreted, those loops cost more than pyarrow's
+    conversion of lists: arrow_layout.COMPILED)."""
 
-    __slots__ = ("schema", "names", "run_id_at")
+    __slots__ = ("schema", "names", "kinds", "run_id_at")
 
     def __init__(self, table: Table) -> None:
         self.schema = table.arrow(("date",))
         self.names = ("date", *self.schema.names)
+        self.kinds = (OBJECT, *[kind_of(field.type) if arrow_layout.COMPILED else OBJECT for field in self.schema])
         self.run_id_at = self.schema.get_field_index("run_id")
+
+
+def kind_of(arrow_type: pa.DataType) -> int:
+    """How amqp_decode.columns holds a column of this Arrow type until it is written."""
+    if arrow_type == pa.int64() or arrow_type.id == pa.timestamp("us").id:
+        return INT64
+    if arrow_type == pa.int32():
+        return INT32
+    if arrow_type == pa.bool_():
+        return BOOL
+    return OBJECT  # (text too: see amqp_decode.columns)
 
 
 class TableFiles:
@@ -85,7 +99,8 @@ class TableFiles:
         self.held_bytes = 0  # of the batches every file holds
         self.files: list[dict] = []  # the files closed so far
         self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows,
-                                    held_rows if held_rows is not None else HELD_BATCHES * batch_rows)
+                                    held_rows if held_rows is not None else HELD_BATCHES * batch_rows,
+                                    kinds_of=lambda table: self.layouts[table.name].kinds)
         # add(table, row): compiled, straight into the table's columns (every row a decode task makes
         # comes this way; this class's Python runs once per batch). `columns.taps` lets another
         # consumer see some tables' rows too.
@@ -187,11 +202,16 @@ def _parquet_writer(path: str, schema: pa.Schema, filesystem: pafs.FileSystem) -
     return pq.ParquetWriter(path, schema, filesystem=filesystem, compression="zstd", use_dictionary=strings)
 
 
-def arrow_column(values: list, arrow_type: pa.DataType) -> pa.Array:
+def arrow_column(values, arrow_type: pa.DataType) -> pa.Array:
     """A column of Python values as Arrow: what every table's and every staged file's lists
     become. Many of a wide table's columns are null in a whole batch (most method arguments of
     `frames`): those are made without converting each value. Compiled, ints, bools and strings are
-    laid out as Arrow's buffers (amqp_decode.arrow_layout); anything else pyarrow converts."""
+    laid out as Arrow's buffers (amqp_decode.arrow_layout); anything else pyarrow converts. A
+    column amqp_decode.columns laid out already (`Laid`) is wrapped as it is."""
+    if isinstance(values, Laid):
+        if values.nulls == values.rows:
+            return pa.nulls(values.rows, arrow_type)
+        return from_buffers(arrow_type, values.rows, values.buffers(), values.nulls)
     rows = len(values)
     if rows and values[0] is None and values[-1] is None and values.count(None) == rows:
         return pa.nulls(rows, arrow_type)

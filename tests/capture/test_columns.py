@@ -148,3 +148,78 @@ def test_table_columns_hand_on_the_biggest_table_when_all_together_hold_the_budg
         columns.add(PUBLISHES, {"n": n})  # at 10 rows in all again, publishes (9 of them) go
     assert written[-1] == ("publishes", list(range(9))) and len(written) == 2
     assert columns.held == 1 and columns.buffers["deliveries"].size == 1
+
+
+# -- columns held in Arrow's layout (kinds) -----------------------------------------------------------
+
+def _plain(column):
+    """A taken column as Python values, whether a list or laid out."""
+    from amqp_decode.columns import Laid
+    return column.values() if isinstance(column, Laid) else column
+
+
+def test_typed_columns_hold_the_same_values_as_lists_past_growth_and_takes():
+    """Integers of both widths and booleans held in Arrow's layout give back what the rows gave,
+    nulls where they gave none, falsy values kept, whatever the number of rows (past several
+    doublings, after a take), added as dicts or as values."""
+    from amqp_decode.columns import BOOL, FIRST_CAPACITY, INT32, INT64, OBJECT, Laid
+    names = ("a", "b", "c", "d")
+    kinds = (INT64, INT32, BOOL, OBJECT)
+    buffer = ColumnBuffer(names, kinds)
+    for count in (0, 1, 8, FIRST_CAPACITY, FIRST_CAPACITY + 1, 5 * FIRST_CAPACITY + 3, 2, 11 * FIRST_CAPACITY + 5):
+        rows = [{"a": None if n % 4 == 1 else n * 10**12 - 2**62, "b": None if n % 3 == 2 else -n,
+                 **({"c": n % 2 == 0} if n % 5 else {}), "d": f"s{n}"} for n in range(count)]
+        for n, row in enumerate(rows):
+            if n % 7 == 3:
+                buffer.add_values(tuple(row.get(name) for name in names))
+            else:
+                buffer.add(row)
+        columns = buffer.take()
+        assert [type(c) for c in columns] == [Laid, Laid, Laid, list]
+        assert [_plain(c) for c in columns] == [[row.get(name) for row in rows] for name in names], count
+        for column, name in zip(columns[:3], names):
+            nulls = sum(row.get(name) is None for row in rows)
+            assert column.rows == count and column.nulls == nulls
+            assert (column.validity is None) == (nulls == 0)
+
+
+def test_a_value_a_typed_column_cannot_hold_turns_it_into_objects_for_the_batch():
+    """A bool or a float among integers, an integer past the column's width, anything but a bool
+    among booleans: that column is a list from then on, with every value so far (and the next
+    batch starts typed again); the other columns stay laid out."""
+    from amqp_decode.columns import BOOL, INT32, INT64, Laid
+    cases = [(INT64, [1, None, True, 2]), (INT64, [1, 2**63, 3]), (INT64, [-2**63, 1.5]),
+             (INT32, [2**31 - 1, 2**31]), (INT32, [-2**31, -2**31 - 1, None]), (BOOL, [True, None, 1, False]),
+             (BOOL, [False, "yes"])]
+    for kind, values in cases:
+        buffer = ColumnBuffer(("x", "y"), (kind, INT64))
+        for n, value in enumerate(values):
+            buffer.add({"x": value, "y": n})
+        x, y = buffer.take()
+        assert x == values and type(x) is list, (kind, values)
+        assert isinstance(y, Laid) and y.values() == list(range(len(values)))
+        buffer.add({"x": values[0]})
+        assert isinstance(buffer.take()[0], Laid)
+
+
+def test_laid_columns_become_the_arrow_arrays_pyarrow_makes_of_the_values():
+    """What a table writer makes of a laid column (its buffers wrapped) equals pyarrow's own
+    conversion of the same values, for every typed column of every table."""
+    import pyarrow as pa
+    from pipelines.tablefiles import arrow_column, kind_of
+    from amqp_decode.columns import OBJECT
+    from amqp_decode.tables import TABLES
+    samples = {pa.int64(): [5, None, -2**63, 2**63 - 1, 0], pa.int32(): [None, -2**31, 2**31 - 1, 0, 7],
+               pa.bool_(): [True, False, None, True, True]}
+    for table in TABLES.values():
+        for field in table.arrow():
+            kind = kind_of(field.type)
+            if kind == OBJECT:
+                continue
+            values = samples.get(field.type) or [1_700_000_000_000_000, None, 0, 1, 2]  # timestamps (us)
+            for column in (values, [None] * 5, [v for v in values if v is not None]):
+                buffer = ColumnBuffer((field.name,), (kind,))
+                for value in column:
+                    buffer.add({field.name: value})
+                laid = buffer.take()[0]
+                assert arrow_column(laid, field.type).equals(pa.array(column, type=field.type)), (table.name, field)
