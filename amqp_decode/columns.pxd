@@ -23,22 +23,28 @@ cdef class _Typed:
     cdef tuple _validity(self, Py_ssize_t size)
 
 
-cdef class _Int64s(_Typed):
+cdef class _Integers(_Typed):
+    cdef public int kind
+    cdef public Py_ssize_t width
     cdef public object data
+
+    cdef _bind(self, object data)
+    cdef grow(self, Py_ssize_t capacity)
+    cdef Laid take(self, Py_ssize_t size)
+
+
+cdef class _Int64s(_Integers):
     cdef long long[:] longs
 
+    cdef _bind(self, object data)
     cdef bint put(self, Py_ssize_t row, object value) except -1
-    cdef grow(self, Py_ssize_t capacity)
-    cdef Laid take(self, Py_ssize_t size)
 
 
-cdef class _Int32s(_Typed):
-    cdef public object data
+cdef class _Int32s(_Integers):
     cdef int[:] ints
 
+    cdef _bind(self, object data)
     cdef bint put(self, Py_ssize_t row, object value) except -1
-    cdef grow(self, Py_ssize_t capacity)
-    cdef Laid take(self, Py_ssize_t size)
 
 
 cdef class _Bools(_Typed):

@@ -97,39 +97,57 @@ class _Typed:
         return (valid if nulls else None), nulls
 
 
-class _Int64s(_Typed):
-    def __init__(self, capacity: int) -> None:
+class _Integers(_Typed):
+    """Machine integers of `width` bytes (8: Arrow's int64 and times, `kind` INT64; 4: int32). Each
+    width has its own class for `put`, so that its store is one typed C store, with no test of the
+    width per value."""
+
+    def __init__(self, capacity: int, kind: int, width: int) -> None:
         _Typed.__init__(self, capacity)
-        self.data = array("q", bytes(8 * capacity))
-        self.longs = self.data  # (compiled: a typed view of it)
+        self.kind = kind
+        self.width = width
+        self._bind(array("q" if width == 8 else "i", bytes(width * capacity)))
+
+    def _bind(self, data) -> None:
+        raise NotImplementedError
+
+    def grow(self, capacity: int) -> None:
+        data = array(self.data.typecode, bytes(self.width * capacity))
+        data[:len(self.data)] = self.data
+        self._bind(data)
+        self._grow_valid(capacity)
+
+    def take(self, size: int) -> Laid:
+        validity, nulls = self._validity(size)
+        return Laid(self.kind, size, validity, nulls, self.data[:size])
+
+
+class _Int64s(_Integers):
+    def __init__(self, capacity: int) -> None:
+        _Integers.__init__(self, capacity, INT64, 8)
+
+    def _bind(self, data) -> None:
+        self.data = data
+        self.longs = data  # (compiled: a typed view of it)
 
     def put(self, row: int, value) -> bool:
         if type(value) is not int:  # (bool, a subclass of int, too: Arrow refuses it)
             return False
         try:
-            self.longs[row] = value  # (compiled: to a C long long, raising OverflowError past its range)
+            self.longs[row] = value  # (to a C long long: OverflowError past its range, compiled or not)
         except OverflowError:
             return False
         self.bits[row >> 3] |= 1 << (row & 7)
         return True
 
-    def grow(self, capacity: int) -> None:
-        data = array("q", bytes(8 * capacity))
-        data[:len(self.data)] = self.data
-        self.data = data
-        self.longs = data
-        self._grow_valid(capacity)
 
-    def take(self, size: int) -> Laid:
-        validity, nulls = self._validity(size)
-        return Laid(INT64, size, validity, nulls, self.data[:size])
-
-
-class _Int32s(_Typed):
+class _Int32s(_Integers):
     def __init__(self, capacity: int) -> None:
-        _Typed.__init__(self, capacity)
-        self.data = array("i", bytes(4 * capacity))
-        self.ints = self.data  # (compiled: a typed view of it)
+        _Integers.__init__(self, capacity, INT32, 4)
+
+    def _bind(self, data) -> None:
+        self.data = data
+        self.ints = data  # (compiled: a typed view of it)
 
     def put(self, row: int, value) -> bool:
         if type(value) is not int:
@@ -140,17 +158,6 @@ class _Int32s(_Typed):
             return False
         self.bits[row >> 3] |= 1 << (row & 7)
         return True
-
-    def grow(self, capacity: int) -> None:
-        data = array("i", bytes(4 * capacity))
-        data[:len(self.data)] = self.data
-        self.data = data
-        self.ints = data
-        self._grow_valid(capacity)
-
-    def take(self, size: int) -> Laid:
-        validity, nulls = self._validity(size)
-        return Laid(INT32, size, validity, nulls, self.data[:size])
 
 
 class _Bools(_Typed):
