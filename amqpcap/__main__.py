@@ -1,7 +1,5 @@
 """`python -m amqpcap`: the same as the `amqpcap` command."""
 
-import sys
+from amqpcap.cli import program
 
-from amqpcap.cli import main
-
-sys.exit(main())
+program()

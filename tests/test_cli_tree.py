@@ -67,3 +67,45 @@ def test_amqp_decode_is_spark_free_and_never_imports_the_product():
     sources = [p for p in (ROOT / "amqp_decode").rglob("*.py")]
     assert not [p for p in sources if "import pipelines" in p.read_text() or "from pipelines" in p.read_text()
                 or "from amqpcap" in p.read_text() or "pyspark" in p.read_text()]
+
+
+# A program that runs amqpcap's own entry point and, at Python's teardown, writes TEARDOWN
+PROGRAM_WITH_TEARDOWN_MARK = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('TEARDOWN\\n')); "
+                              "sys.argv[0] = 'amqpcap'; from amqpcap.cli import program; program()")
+
+
+def program_run(*argv):
+    return subprocess.run([sys.executable, "-c", PROGRAM_WITH_TEARDOWN_MARK, *map(str, argv)], capture_output=True,
+                          cwd=ROOT)
+
+
+@pytest.mark.parametrize("view", [["--jsonl"], [], ["--stats"]])
+def test_decode_ends_the_process_at_once_with_all_its_output(capfdbinary, view):
+    """`amqpcap decode` ends without Python's teardown (amqpcap.cli._end_at_once), and loses
+    nothing by it: its output and summary are those of the same decode run in process."""
+    capture = ROOT / "data" / "samples" / "concurrent.pcap"
+    assert cli.main(["decode", *view, str(capture)]) == cli.OK
+    out, err = capfdbinary.readouterr()
+    done = program_run("decode", *view, capture)
+    assert done.returncode == cli.OK
+    assert done.stdout == out and len(out) > 1000
+    assert done.stderr == err and b"1 captures read" in err
+    failed = program_run("decode", *view, capture, ROOT / "no-such.pcap")
+    assert failed.returncode == cli.CAPTURE_FAILED and failed.stdout == out
+    assert b"no-such.pcap: no such file" in failed.stderr and b"TEARDOWN" not in failed.stderr
+
+
+def test_commands_that_hold_more_than_their_output_end_through_the_teardown():
+    done = program_run("config")
+    assert done.returncode == cli.OK and b"[decode]" in done.stdout
+    assert done.stderr.endswith(b"TEARDOWN\n")
+
+
+def test_decode_into_a_pipe_closed_early_ends_quietly():
+    """`amqpcap decode ... | head -1`: not an error."""
+    reading = subprocess.Popen([sys.executable, "-m", "amqpcap", "decode", "--jsonl",
+                                str(ROOT / "data" / "samples" / "concurrent.pcap")], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reading.stdout.readline().startswith(b'{"ts":')
+    reading.stdout.close()
+    assert reading.stderr.read() == b"" and reading.wait(timeout=60) == cli.OK
