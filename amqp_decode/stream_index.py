@@ -44,22 +44,26 @@ class RangeStreams:
         self.current: dict[tuple, list] = {}  # key -> its latest local stream
         self.count = 0
         self.last: list | None = None  # the last segment's local stream
+        # Its endpoints as that segment gave them: most packets belong to the same conversation
+        # as the one before (83% of a busy capture's), which then needs no key and no lookup.
+        self.last_src = self.last_dst = b""
+        self.last_sport = self.last_dport = -1
+        self.last_direction = 0
 
     def segment(self, src: bytes, sport: int, dst: bytes, dport: int, flags: int, seq: int, ts_ns: int) -> int:
         """The local stream of a TCP packet."""
-        if src < dst or src == dst and sport <= dport:
-            key, direction = (src, sport, dst, dport), 0
-        else:
-            key, direction = (dst, dport, src, sport), 1
-        stream = self.current.get(key)
         syn = flags & (TCP_SYN | TCP_ACK) == TCP_SYN
-        if stream is None or syn and not _same_opener(stream, direction, seq):
-            stream = [key, direction if syn else -1, seq if syn else -1, [-1, -1], ts_ns, 0, self.count, -1]
-            self.count += 1
-            self.current[key] = stream
-            if self.streams is not None:
-                self.streams.append(stream)
-        self.last = stream
+        stream = self.last
+        if stream is not None and not syn and sport == self.last_sport and dport == self.last_dport \
+                and src == self.last_src and dst == self.last_dst:
+            direction = self.last_direction
+        elif stream is not None and not syn and sport == self.last_dport and dport == self.last_sport \
+                and src == self.last_dst and dst == self.last_src:
+            direction = 1 - self.last_direction
+        else:
+            stream, direction = self._lookup(src, sport, dst, dport, syn, seq, ts_ns)
+            self.last_src, self.last_sport, self.last_dst, self.last_dport = src, sport, dst, dport
+            self.last_direction = direction
         first = stream[FIRST]
         if first[direction] < 0:
             first[direction] = seq
@@ -68,11 +72,30 @@ class RangeStreams:
             stream[ENDED] |= ENDED_BOTH if flags & TCP_RST else 1 << direction
         return stream[LOCAL]
 
+    def _lookup(self, src: bytes, sport: int, dst: bytes, dport: int, syn: bool, seq: int, ts_ns: int) -> tuple:
+        """(the local stream, the packet's direction in it) by the conversation's key; a SYN that
+        may open a new conversation starts a local stream."""
+        if src < dst or src == dst and sport <= dport:
+            key, direction = (src, sport, dst, dport), 0
+        else:
+            key, direction = (dst, dport, src, sport), 1
+        stream = self.current.get(key)
+        if stream is None or syn and not _same_opener(stream, direction, seq):
+            stream = [key, direction if syn else -1, seq if syn else -1, [-1, -1], ts_ns, 0, self.count, -1]
+            self.count += 1
+            self.current[key] = stream
+            if self.streams is not None:
+                self.streams.append(stream)
+        self.last = stream
+        return stream, direction
+
     def forget_ended(self, before_ns: int) -> None:
         """Drop the local streams that ended and were quiet since before `before_ns`."""
         for key, stream in list(self.current.items()):
             if stream[ENDED] == ENDED_BOTH and stream[LAST_TS] < before_ns:
                 del self.current[key]
+                if stream is self.last:  # its next packet is looked up: a new local stream
+                    self.last_sport = -1
 
 
 def _same_opener(stream: list, direction: int, seq: int) -> bool:

@@ -70,6 +70,9 @@ cdef class TcpConnection:
     cpdef str end_reason(self)
 
 
+cpdef bint _between(TcpConnection connection, Segment seg)
+
+
 cdef class TcpTracker:
     cdef public object sink_factory
     cdef public long long window
@@ -80,6 +83,7 @@ cdef class TcpTracker:
     cdef public long long connections_seen
     cdef public long long ended
     cdef public object on_open
+    cdef TcpConnection _last
 
     @cython.locals(connection=TcpConnection, half=HalfStream, other=HalfStream, flags=cython.int,
                    direction=cython.int, same_syn=cython.bint)
