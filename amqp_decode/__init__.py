@@ -8,7 +8,7 @@ import os as _os
 
 # The modules a C compiler turns into extensions (setup.py): the same .py files, typed by their .pxd.
 HOT_MODULES = ("packets", "tcp", "frames", "stream", "codec", "fields", "fieldtable", "decoder", "rows", "tabulate",
-               "stream_index", "columns", "carry", "bucketing", "arrow_layout",
+               "stream_index", "frame_start", "columns", "carry", "bucketing", "arrow_layout",
                "capture.pcap", "capture.pcapng", "capture.source", "capture.boundaries",
                "analytics.connection", "analytics.deliveries", "analytics.publishes", "analytics.rpc_calls",
                "analytics.channels", "analytics.heartbeats", "analytics.connections", "analytics.errors",

@@ -24,7 +24,8 @@ import zlib
 from dataclasses import dataclass
 
 from amqp_decode.packets import Segment, format_endpoint
-from amqp_decode.stream import READER_STATES, AmqpConnection, FrameReader, _Content, _frame_start_pattern
+from amqp_decode.frame_start import frame_start_for
+from amqp_decode.stream import READER_STATES, AmqpConnection, FrameReader, _Content
 from amqp_decode.tcp import NONE, SEQ_MOD, TCP_SYN, HalfStream
 
 FORMAT = 2  # of the blob; a blob of another format is not resumed (2: pcap records and TCP stream indices)
@@ -93,6 +94,7 @@ def _reader(reader: FrameReader, name) -> dict:
              "chunks": [(end, ts, name(c), r) for end, ts, c, r in reader.chunks], "state": reader.state,
              "mid_stream": reader.mid_stream, "skipped": reader.skipped,
              "skip_first": (reader.skip_first[0], name(reader.skip_first[1]), reader.skip_first[2]),
+             "skip_last": (reader.skip_last[0], name(reader.skip_last[1]), reader.skip_last[2]),
              "skip_remaining": reader.skip_remaining,
              "skip_detail": reader.skip_detail, "resync_waiting": reader.resync_waiting,
              "resync_scanned": reader.resync_scanned, "body": body, "frames": reader.frames,
@@ -191,7 +193,7 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
     if amqp["version"] is not None and amqp["version"] in connection.codecs:
         connection.version = amqp["version"]
         connection.codec = connection.codecs[amqp["version"]]
-        connection.frame_start = _frame_start_pattern(connection.codec, connection.settings.resync_max_frame)
+        connection.frame_start = frame_start_for(connection.codec, connection.settings.resync_max_frame)
     connection.status = amqp["status"]
     connection.ignored_bytes = amqp["ignored_bytes"]
     connection.first_capture = index(amqp["first_capture"])
@@ -217,6 +219,8 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
         reader.state, reader.mid_stream = state["state"], state["mid_stream"]
         reader.skipped = state["skipped"]
         reader.skip_first = (state["skip_first"][0], index(state["skip_first"][1]), state["skip_first"][2])
+        last = state.get("skip_last", state["skip_first"])  # (a state saved before it was kept: its first byte)
+        reader.skip_last = (last[0], index(last[1]), last[2])
         reader.skip_remaining, reader.skip_detail = state["skip_remaining"], state["skip_detail"]
         reader.resync_waiting, reader.resync_scanned = list(state["resync_waiting"]), state["resync_scanned"]
         reader.body = dict(state["body"], capture=index(state["body"]["capture"])) if state["body"] else None

@@ -1,6 +1,7 @@
 # Types for the compiled build of stream.py (Cython pure Python mode): the .py is the source.
 cimport cython
 from amqp_decode.codec cimport Codec
+from amqp_decode.frame_start cimport FrameStart
 from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, ContentBody
 from amqp_decode.tcp cimport StreamSink, TcpConnection
 
@@ -37,6 +38,7 @@ cdef class FrameReader:
     cdef public bint mid_stream
     cdef public long long skipped
     cdef public tuple skip_first
+    cdef public tuple skip_last
     cdef public long long skip_remaining
     cdef public str skip_detail
     cdef public list resync_waiting
@@ -61,6 +63,7 @@ cdef class FrameReader:
     cpdef long long _run(self, object buf, bint final)
     cpdef _end_skip(self, long long pos=*)
     cpdef _known_frame_size(self)
+    @cython.locals(starts=FrameStart, i=cython.longlong)
     cpdef tuple _find_sync(self, object buf, long long pos, bint final)
     cpdef _judge(self, object buf, long long i, bint final)
     cpdef bint _start_body(self, object buf, long long pos)
@@ -68,7 +71,7 @@ cdef class FrameReader:
     cpdef long long _feed_body(self, object buf, long long pos)
     cpdef _emit_error(self, object error, long long pos)
     cpdef _issue(self, str kind, str detail, long long skipped, long long start, long long end, object channel,
-                 tuple first=*)
+                 tuple first=*, tuple last_byte=*)
     cpdef tuple _first_byte(self, long long offset)
     # (only the offset typed: the times and record numbers are handed on as the objects they are)
     @cython.locals(chunk_end=cython.longlong)
@@ -87,7 +90,7 @@ cdef class AmqpConnection(StreamSink):
     cdef public tuple ports
     cdef public object version
     cdef public Codec codec
-    cdef public object frame_start
+    cdef public FrameStart frame_start
     cdef public tuple readers
     cdef public object client
     cdef public tuple labels

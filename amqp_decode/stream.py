@@ -18,14 +18,13 @@ Records are plain dicts in the JSON contract of `amqpcap decode --jsonl` (see do
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
-import re
 import struct
 from collections import deque
 
 from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
 from amqp_decode.errors import DecodeError, TruncatedFrame
+from amqp_decode.frame_start import FRAME_START_BYTES, frame_start_for
 from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, parse_protocol_header)
 from amqp_decode.packets import format_endpoint
 from amqp_decode.settings import Settings
@@ -60,6 +59,7 @@ class FrameReader:
         self.mid_stream = False
         self.skipped = 0  # bytes skipped in the current resynchronisation or skip
         self.skip_first = (0, -1, 0)  # (ts_ns, capture, record) of its first byte, whose chunk may be forgotten
+        self.skip_last = (0, -1, 0)  # the same of the last byte a resynchronisation has dropped so far
         self.skip_remaining = 0
         self.skip_detail = ""
         self.resync_waiting: list[int] = []  # stream offsets of candidates not yet decidable
@@ -225,6 +225,8 @@ class FrameReader:
                 if not self.skipped and (keep if found is None else found) > pos:
                     self.skip_first = self._first_byte(self.base + pos)
                 if found is None:  # need more bytes; drop what cannot start a frame
+                    if keep > pos:  # (its time, before its chunk can be forgotten)
+                        self.skip_last = self._first_byte(self.base + keep - 1)
                     self.skipped += keep - pos
                     pos = keep
                     break
@@ -234,7 +236,8 @@ class FrameReader:
                     self._issue("resync", "capture started mid-stream: bytes before the first whole "
                                 "frame" if start == 0 and self.mid_stream else
                                 "bytes skipped until frames were found again", self.skipped, start,
-                                self.base + found, None, self.skip_first)
+                                self.base + found, None, self.skip_first,
+                                None if found > pos else self.skip_last)  # (the last one dropped already)
                 self.skipped = 0
                 pos = found
                 self.state = FRAMES
@@ -285,14 +288,16 @@ class FrameReader:
             if verdict is None:
                 undecided.append(absolute)
         if found is None:
-            for match in self.connection.frame_start.finditer(buf, max(pos, self.resync_scanned - base)):
-                i = match.start()
+            starts = self.connection.frame_start
+            i = starts.find(buf, max(pos, self.resync_scanned - base))
+            while i >= 0:
                 verdict = self._judge(buf, i, final)
                 if verdict:
                     found = i
                     break
                 if verdict is None:
                     undecided.append(base + i)
+                i = starts.find(buf, i + 1)
         if found is not None or final:
             self.resync_waiting, self.resync_scanned = [], 0
             return (found if found is not None else len(buf)), len(buf)
@@ -368,14 +373,19 @@ class FrameReader:
                     error.channel)
 
     def _issue(self, kind: str, detail: str, skipped: int, start: int, end: int, channel,
-               first: tuple[int, int, int] | None = None) -> None:
-        """`first`: (ts_ns, capture, record) of the first byte, for ranges whose start has been forgotten."""
+               first: tuple[int, int, int] | None = None, last_byte: tuple[int, int, int] | None = None) -> None:
+        """`first`: (ts_ns, capture, record) of the first byte, for ranges whose start has been forgotten;
+        `last_byte`: the same of the last byte, for ranges whose end has been forgotten too."""
         self.skipped_bytes += skipped
         end = max(start, end)
         ts = None
         if first is not None:
-            last = self.timestamps(end - 1, end) if end > start else (first[0], first[0], first[1], first[2], first[2])
-            ts = (first[0], last[1], first[1], first[2], last[4] if last[2] == first[1] else 0)
+            if last_byte is not None:
+                ts = (first[0], last_byte[0], first[1], first[2], last_byte[2] if last_byte[1] == first[1] else 0)
+            else:
+                last = self.timestamps(end - 1, end) if end > start else (first[0], first[0], first[1], first[2],
+                                                                          first[2])
+                ts = (first[0], last[1], first[1], first[2], last[4] if last[2] == first[1] else 0)
         self.connection.issue(self, kind, detail, skipped, start, end, channel, ts)
 
     def _first_byte(self, offset: int) -> tuple[int, int, int]:
@@ -457,7 +467,7 @@ class AmqpConnection(StreamSink):
         self.ports = (tcp.a[1], tcp.b[1])
         self.version: str | None = None
         self.codec = codecs[settings.default_version]
-        self.frame_start = _frame_start_pattern(self.codec, settings.resync_max_frame)
+        self.frame_start = frame_start_for(self.codec, settings.resync_max_frame)
         self.readers = (FrameReader(self, 0), FrameReader(self, 1))
         self.client: int | None = None  # direction index of the client
         self.labels = ((None, None), (None, None))  # per direction: (client, server) once decided
@@ -670,7 +680,7 @@ class AmqpConnection(StreamSink):
             if version in self.codecs:
                 self.version = version
                 self.codec = self.codecs[version]
-                self.frame_start = _frame_start_pattern(self.codec, self.settings.resync_max_frame)
+                self.frame_start = frame_start_for(self.codec, self.settings.resync_max_frame)
         self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None, {
             "version": header.version, "protocol_header": header.description,
             "raw": header.raw.hex()})
@@ -935,23 +945,6 @@ class AmqpConnection(StreamSink):
         record["dir"] = self.directions[direction]
 
 
-@functools.lru_cache(maxsize=16)
-def _frame_start_pattern(codec: Codec, limit: int) -> re.Pattern:
-    """Where a resynchronisation candidate may start: a frame type octet, a channel, and a size
-    whose high octets allow it to be at most `limit` (a cheap filter; `_judge` decides). It needs
-    FRAME_START_BYTES bytes to match."""
-    types = b"[" + re.escape(bytes(sorted(codec.frame_types))) + b"]"
-    high, second = limit >> 24, (limit >> 16) & 0xFF
-    if high >= 0xFF:
-        size = b""
-    elif high:
-        size = b"[\\x00-" + re.escape(bytes([high])) + b"]"
-    else:
-        size = b"\\x00[\\x00-" + re.escape(bytes([second])) + b"]"
-    return re.compile(types + b"[\\x00-\\xff]{2}" + size)
-
-
-FRAME_START_BYTES = 5  # what _frame_start_pattern looks at, at most
 UNDECIDED_HOLD = 1 << 16  # bytes held on a port of no known protocol before deciding it is not AMQP
 
 

@@ -1,0 +1,85 @@
+"""Resynchronisation: where a reader finds frames again in bytes it cannot frame, and how the bytes
+it skipped are reported. Captures are built with the crafted-sample helpers (Scapy packets)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from amqp_decode.codec import Codec
+from amqp_decode.decoder import CaptureDecoder
+from amqp_decode.frame_start import FrameStart, frame_start_for
+from amqp_decode.settings import Settings
+from tools import craft_samples as craft
+
+
+@pytest.mark.parametrize("limit", [1 << 17, 5 << 20, 1 << 32])  # high size octet 0, 0 < high < 0xFF, 0xFF
+def test_the_scan_finds_what_the_pattern_finds_from_every_offset(limit):
+    """The compiled build scans the bytes where the interpreted one searches with the pattern:
+    the same candidate from every start, on bytes dense in frame types, zeros and small octets."""
+    starts = FrameStart(Codec.for_version("0-9-1").frame_types, limit)
+    rng = random.Random(limit)
+    alphabet = bytes([0, 0, 0, 1, 2, 3, 4, 8, 5, 0xCE, 0xFF, limit >> 24 & 0xFF])
+    for size in (0, 3, 4, 5, 6, 200):
+        buf = bytearray(rng.choice(alphabet) for _ in range(size))
+        for data in (buf, bytes(buf)):
+            for start in range(size + 2):
+                match = starts.pattern.search(data, start)
+                assert starts.scan(data, start) == (match.start() if match else -1), (data.hex(), start)
+                assert starts.find(data, start) == (match.start() if match else -1)
+
+
+def _capture(tmp_path, name, client_segments):
+    """A capture of one client's bytes on the AMQP port, begun mid-connection (no handshake)."""
+    capture = craft.Capture(name, "", [craft.Segment("C>S", offset, data) for offset, data in client_segments],
+                            [], handshake=False)
+    path = tmp_path / f"{name}.pcap"
+    craft.write_pcap(path, craft.tcp_packets(capture))
+    return path
+
+
+def _frames():
+    frames = craft.conversation(large_body=3000)
+    publish = next(i for i, f in enumerate(frames) if f.name == "basic.publish")
+    return [f for f in frames[publish:] if f.direction == "C>S"]
+
+
+def _decode(path):
+    return list(CaptureDecoder(Settings()).decode([str(path)]))
+
+
+def test_a_frame_inside_the_bytes_of_a_rejected_candidate_is_found(tmp_path):
+    """Two stray octets `01 55` before a frame on channel 1 (`01 00 01 00 00 ...`) make a candidate
+    at the first octet whose size test reads the real frame's first octets: the real frame, two
+    bytes on, is a candidate of its own, and decoding resumes there."""
+    frames = _frames()
+    assert frames[0].name == "basic.publish" and frames[0].data[:3] == b"\x01\x00\x01"
+    stray = b"\x01\x55"
+    assert frame_start_for(Codec.for_version("0-9-1"), Settings().decode.resync_max_frame_bytes).find(stray + frames[0].data, 0) == 0
+    path = _capture(tmp_path, "stray_octets", [(0, stray + b"".join(f.data for f in frames))])
+    records = _decode(path)
+    issues = [r for r in records if r["kind"] == "issue"]
+    assert [(r["issue_kind"], r["offset"], r["bytes_skipped"]) for r in issues] == [("resync", 0, 2)]
+    decoded = [r for r in records if r["kind"] != "issue"]
+    assert (decoded[0]["offset"], decoded[0]["method"]) == (2, "basic.publish")
+    assert len(decoded) == len(frames)
+
+
+def test_skipped_bytes_are_timed_by_their_own_packets_when_the_frames_found_come_later(tmp_path):
+    """Bytes skipped in one packet, then a frame alone in the next whose successor has not come
+    yet (so it is not taken yet, and the skipped bytes before it are dropped), then the rest: the
+    resync issue ends at the first packet's last byte, timed by that packet, not the packet that
+    completed the resynchronisation."""
+    frames = _frames()
+    junk = b"\xff" * 20  # no frame type octet: no candidate
+    rest = b"".join(f.data for f in frames[1:])
+    path = _capture(tmp_path, "late_sync", [(0, junk), (20, frames[0].data),
+                                            (20 + len(frames[0].data), rest)])
+    records = _decode(path)
+    (issue,) = [r for r in records if r["kind"] == "issue"]
+    first = next(r for r in records if r["kind"] != "issue")
+    assert (issue["issue_kind"], issue["offset"], issue["size"], issue["bytes_skipped"]) == ("resync", 0, 20, 20)
+    assert (issue["pcap_record"], issue["pcap_record_last"]) == (1, 1)
+    assert issue["ts_last_ns"] == issue["ts_ns"] < first["ts_ns"]
+    assert (first["offset"], first["method"], first["pcap_record"]) == (20, "basic.publish", 2)
