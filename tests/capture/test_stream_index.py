@@ -81,6 +81,17 @@ def test_ended_conversations_are_forgotten_after_the_grace_and_not_before():
     assert streams.segment(CLIENT, 50000, BROKER, 5672, TCP_SYN, 500, 4 * SECOND + GRACE_NS) == 1
 
 
+def test_a_forgotten_conversation_is_not_continued_by_the_last_packet_remembered():
+    """The last packet's conversation is remembered (most packets follow one of their own): once
+    forgotten, a late packet of its tuple, the very next packet read, starts a new one."""
+    streams = FileStreams()
+    streams.segment(CLIENT, 50000, BROKER, 5672, TCP_SYN, 10, 0)
+    streams.segment(CLIENT, 50000, BROKER, 5672, TCP_RST, 11, SECOND)
+    streams.forget_ended(2 * SECOND)
+    assert not streams.local.current and not streams.index.conversations
+    assert streams.segment(BROKER, 5672, CLIENT, 50000, TCP_ACK, 20, 3 * SECOND) == 1
+
+
 def test_a_file_read_in_ranges_forgets_between_ranges_and_numbers_as_one_pass():
     """The driver's numbering (pipelines.stages.numbering): ranges' local streams placed in file
     order, ended conversations forgotten after each range."""
