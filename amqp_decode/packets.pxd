@@ -39,7 +39,7 @@ cdef class PacketParser:
 
     @cython.locals(header=cython.int, tcp=cython.int, total=cython.int, end=cython.int, n=cython.int,
                    data_offset=cython.int, sport=cython.int, dport=cython.int, flags=cython.int,
-                   seq=cython.longlong, ack=cython.longlong)
+                   seq=cython.longlong, ack=cython.longlong, segment=Segment)
     cpdef Segment parse(self, long long ts_ns, int link_type, bytes data)
     cpdef object _link(self, int link_type, bytes data)
     cpdef object _ether_type(self, int ether_type, bytes data, int offset)

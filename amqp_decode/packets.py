@@ -150,9 +150,22 @@ class PacketParser:
             total = (data[16] << 8) | data[17]
             end = 14 + total if header <= total <= len(data) - 14 else len(data)
             if header >= 20 and tcp + 20 <= end:
-                sport, dport, seq, ack, data_offset, flags = _TCP(data, tcp)
-                return Segment(ts_ns, data[26:30], sport, data[30:34], dport, seq, ack, flags,
-                               data[tcp + (data_offset >> 4) * 4:end])
+                # the header's fields read octet by octet (compiled: C loads, no struct call, no
+                # tuple of boxed integers), the segment made without a call to its __init__
+                segment = Segment.__new__(Segment)
+                segment.ts_ns = ts_ns
+                segment.src = data[26:30]
+                segment.dst = data[30:34]
+                segment.sport = (data[tcp] << 8) | data[tcp + 1]
+                segment.dport = (data[tcp + 2] << 8) | data[tcp + 3]
+                seq, ack = data[tcp + 4], data[tcp + 8]  # (compiled: 64-bit, so that << 24 cannot overflow)
+                segment.seq = (seq << 24) | (data[tcp + 5] << 16) | (data[tcp + 6] << 8) | data[tcp + 7]
+                segment.ack = (ack << 24) | (data[tcp + 9] << 16) | (data[tcp + 10] << 8) | data[tcp + 11]
+                segment.flags = data[tcp + 13]
+                segment.payload = data[tcp + (data[tcp + 12] >> 4) * 4:end]
+                segment.record = 0
+                segment.stream = -1
+                return segment
         ip = self._link(link_type, data)
         if ip is None:
             return None
