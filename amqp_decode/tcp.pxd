@@ -70,6 +70,7 @@ cdef class TcpConnection:
     cpdef str end_reason(self)
 
 
+@cython.locals(a_port=cython.int, b_port=cython.int)
 cpdef bint _between(TcpConnection connection, Segment seg)
 
 
@@ -79,6 +80,7 @@ cdef class TcpTracker:
     cdef public long long close_grace_ns
     cdef public dict connections
     cdef object _closing
+    cdef long long _closing_since
     cdef public long long ignored_packets
     cdef public long long connections_seen
     cdef public long long ended
@@ -86,7 +88,7 @@ cdef class TcpTracker:
     cdef TcpConnection _last
 
     @cython.locals(connection=TcpConnection, half=HalfStream, other=HalfStream, flags=cython.int,
-                   direction=cython.int, same_syn=cython.bint)
+                   direction=cython.int, same_syn=cython.bint, a_port=cython.int)
     cpdef segment(self, Segment seg, int capture)
     cpdef finish(self)
     cpdef TcpConnection _open(self, Segment seg)

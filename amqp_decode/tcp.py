@@ -234,9 +234,10 @@ SinkFactory = Callable[[TcpConnection], StreamSink]
 def _between(connection: TcpConnection, seg: Segment) -> bool:
     """Whether the segment goes between the connection's endpoints, either way."""
     a, b = connection.a, connection.b
-    if seg.sport == a[1] and seg.dport == b[1]:
+    a_port, b_port = a[1], b[1]  # (compiled: C ints, compared without boxing the segment's ports)
+    if seg.sport == a_port and seg.dport == b_port:
         return seg.src == a[0] and seg.dst == b[0]
-    return seg.sport == b[1] and seg.dport == a[1] and seg.src == b[0] and seg.dst == a[0]
+    return seg.sport == b_port and seg.dport == a_port and seg.src == b[0] and seg.dst == a[0]
 
 
 class TcpTracker:
@@ -251,6 +252,7 @@ class TcpTracker:
         self.connections: dict[tuple, TcpConnection] = {}
         # closed connections awaiting their grace period, in the order they closed
         self._closing: deque[TcpConnection] = deque()
+        self._closing_since = 0  # when the first of them closed (a C integer compiled: tested per segment)
         self.ignored_packets = 0  # packets for no known connection that carry neither data nor SYN
         self.connections_seen = 0
         self.ended = 0  # connections ended so far
@@ -285,7 +287,8 @@ class TcpTracker:
             if self.on_open is not None:
                 self.on_open(connection, seg)
         self._last = connection
-        direction = 0 if seg.sport == connection.a[1] and seg.src == connection.a[0] else 1
+        a_port = connection.a[1]
+        direction = 0 if seg.sport == a_port and seg.src == connection.a[0] else 1
         half = connection.halves[direction]
         connection.last_ts_ns = seg.ts_ns
         if capture != connection.stream_capture:
@@ -313,8 +316,10 @@ class TcpTracker:
                 connection.rst = True
             if connection.closed and connection.closed_at is None:
                 connection.closed_at = seg.ts_ns
+                if not self._closing:
+                    self._closing_since = seg.ts_ns
                 self._closing.append(connection)
-        if self._closing and seg.ts_ns - self._closing[0].closed_at > self.close_grace_ns:
+        if self._closing and seg.ts_ns - self._closing_since > self.close_grace_ns:
             self._expire(seg.ts_ns)
 
     def finish(self) -> None:
@@ -348,6 +353,8 @@ class TcpTracker:
             connection = closing.popleft()
             if not connection.ended:  # a port reuse may have ended it already
                 self._end(connection, connection.end_reason(), connection.last_ts_ns)
+        if closing:
+            self._closing_since = closing[0].closed_at
 
     def _unique(self):
         seen = set()
