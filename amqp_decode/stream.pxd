@@ -41,7 +41,9 @@ cdef class FrameReader:
     cdef public tuple skip_last
     cdef public long long skip_remaining
     cdef public str skip_detail
-    cdef public list resync_waiting
+    cdef public set resync_live
+    cdef public list resync_due
+    cdef public object resync_order
     cdef public long long resync_scanned
     cdef public object body
     cdef public long long frames
@@ -63,8 +65,11 @@ cdef class FrameReader:
     cpdef long long _run(self, object buf, bint final)
     cpdef _end_skip(self, long long pos=*)
     cpdef _known_frame_size(self)
-    @cython.locals(starts=FrameStart, i=cython.longlong)
+    @cython.locals(starts=FrameStart, i=cython.longlong, available=cython.longlong, due=list, live=set,
+                   ready=list)
     cpdef tuple _find_sync(self, object buf, long long pos, bint final)
+    @cython.locals(size=cython.longlong, end=cython.longlong)
+    cpdef long long _needed(self, object buf, long long i)
     cpdef _judge(self, object buf, long long i, bint final)
     cpdef bint _start_body(self, object buf, long long pos)
     @cython.locals(payload_left=cython.longlong, take=cython.longlong)

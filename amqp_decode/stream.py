@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import struct
 from collections import deque
 
@@ -62,7 +63,12 @@ class FrameReader:
         self.skip_last = (0, -1, 0)  # the same of the last byte a resynchronisation has dropped so far
         self.skip_remaining = 0
         self.skip_detail = ""
-        self.resync_waiting: list[int] = []  # stream offsets of candidates not yet decidable
+        # Candidates not yet decidable (stream offsets): `resync_live`; `resync_due`, a heap of (the
+        # stream offset their bytes must reach to be decided, offset); `resync_order`, the offsets in
+        # the order found (those no longer live are skipped there lazily)
+        self.resync_live: set[int] = set()
+        self.resync_due: list[tuple[int, int]] = []
+        self.resync_order: deque[int] = deque()
         self.resync_scanned = 0  # stream offset up to which candidates have been judged
         self.body: dict | None = None  # streaming body frame in progress
         self.frames = 0
@@ -272,21 +278,31 @@ class FrameReader:
 
         A candidate whose frame has not fully arrived is never taken over a later one that checks
         out (inside a body, a false candidate claiming a large frame is far likelier than two
-        consecutive good frames). A rejected candidate stays rejected, so each call only re-judges
-        the undecided ones and scans the bytes that arrived since the last call."""
+        consecutive good frames). A rejected candidate stays rejected, and an undecided one is judged
+        again only once the bytes it waits for have come: each call judges those and scans the bytes
+        that arrived since the last call. (Judging every waiting candidate again on every segment was
+        quadratic: bytes dense in candidates claiming large frames, such as an array of small
+        integers inside a body, held thousands waiting.)"""
         base = self.base
-        undecided = []
+        available = base + len(buf)
+        due, live = self.resync_due, self.resync_live
+        ready = []
+        while due and (final or due[0][0] <= available):
+            absolute = heapq.heappop(due)[1]
+            if absolute in live and absolute - base >= pos:
+                ready.append(absolute)
+        ready.sort()
         found = None
-        for absolute in self.resync_waiting:
+        for absolute in ready:  # in stream order: the first that checks out is taken
             i = absolute - base
-            if i < pos:
-                continue
             verdict = self._judge(buf, i, final)
             if verdict:
                 found = i
                 break
             if verdict is None:
-                undecided.append(absolute)
+                heapq.heappush(due, (self._needed(buf, i), absolute))
+            else:
+                live.discard(absolute)
         if found is None:
             starts = self.connection.frame_start
             i = starts.find(buf, max(pos, self.resync_scanned - base))
@@ -295,18 +311,35 @@ class FrameReader:
                 if verdict:
                     found = i
                     break
-                if verdict is None:
-                    undecided.append(base + i)
+                if verdict is None and base + i not in live:  # (the last bytes are scanned twice)
+                    live.add(base + i)
+                    heapq.heappush(due, (self._needed(buf, i), base + i))
+                    self.resync_order.append(base + i)
                 i = starts.find(buf, i + 1)
         if found is not None or final:
-            self.resync_waiting, self.resync_scanned = [], 0
+            self.resync_live, self.resync_due, self.resync_order, self.resync_scanned = set(), [], deque(), 0
             return (found if found is not None else len(buf)), len(buf)
         # a candidate in the last bytes could not match yet: scan them again with what follows
         self.resync_scanned = base + max(pos, len(buf) - FRAME_START_BYTES + 1)
-        keep = undecided[0] - base if undecided else max(pos, len(buf) - FRAME_HEADER_SIZE + 1)
+        order = self.resync_order
+        while order and (order[0] not in live or order[0] - base < pos):
+            live.discard(order.popleft())
+        keep = order[0] - base if order else max(pos, len(buf) - FRAME_HEADER_SIZE + 1)
         keep = max(keep, len(buf) - 2 * self.connection.settings.resync_max_frame)  # bounded memory
-        self.resync_waiting = [a for a in undecided if a - base >= keep]
+        while order and order[0] - base < keep:
+            live.discard(order.popleft())
         return None, keep
+
+    def _needed(self, buf, i: int) -> int:
+        """The stream offset the bytes must reach before an undecided candidate at i can be judged:
+        its header's end, its frame's end octet, or the next frame's header (as _judge reads them)."""
+        if i + FRAME_HEADER_SIZE > len(buf):
+            return self.base + i + FRAME_HEADER_SIZE
+        size = _FRAME_HEADER(buf, i)[2]
+        end = i + FRAME_HEADER_SIZE + size
+        if end >= len(buf):
+            return self.base + end + 1
+        return self.base + end + 1 + FRAME_HEADER_SIZE
 
     def _judge(self, buf: bytearray, i: int, final: bool) -> bool | None:
         """Does a frame start at i? True, False, or None while the bytes to tell are missing."""
