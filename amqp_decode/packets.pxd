@@ -32,14 +32,16 @@ cdef long long _MAX_OFFSET
 cpdef list packed_columns(list segments)
 
 
+@cython.locals(segment=Segment, seq=cython.longlong, ack=cython.longlong)
+cdef inline Segment _segment(long long ts_ns, bytes src, bytes dst, bytes data, Py_ssize_t tcp, Py_ssize_t end)
+
+
 cdef class PacketParser:
     cdef public object skipped
     cdef dict _fragments
     cdef int _max_fragment_sets
 
-    @cython.locals(header=cython.int, tcp=cython.int, total=cython.int, end=cython.int, n=cython.int,
-                   data_offset=cython.int, sport=cython.int, dport=cython.int, flags=cython.int,
-                   seq=cython.longlong, ack=cython.longlong, segment=Segment)
+    @cython.locals(header=cython.int, tcp=cython.int, total=cython.int, end=cython.int)
     cpdef Segment parse(self, long long ts_ns, int link_type, bytes data)
     cpdef object _link(self, int link_type, bytes data)
     cpdef object _ether_type(self, int ether_type, bytes data, int offset)

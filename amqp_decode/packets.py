@@ -16,7 +16,6 @@ from collections import Counter
 _ETHER_TYPE = struct.Struct(">H").unpack_from
 _IPV4 = struct.Struct(">BBHHHBBH4s4s").unpack_from
 _IPV6 = struct.Struct(">IHBB16s16s").unpack_from
-_TCP = struct.Struct(">HHIIBB").unpack_from
 _NULL_LE = struct.Struct("<I").unpack_from
 _NULL_BE = struct.Struct(">I").unpack_from
 
@@ -150,22 +149,7 @@ class PacketParser:
             total = (data[16] << 8) | data[17]
             end = 14 + total if header <= total <= len(data) - 14 else len(data)
             if header >= 20 and tcp + 20 <= end:
-                # the header's fields read octet by octet (compiled: C loads, no struct call, no
-                # tuple of boxed integers), the segment made without a call to its __init__
-                segment = Segment.__new__(Segment)
-                segment.ts_ns = ts_ns
-                segment.src = data[26:30]
-                segment.dst = data[30:34]
-                segment.sport = (data[tcp] << 8) | data[tcp + 1]
-                segment.dport = (data[tcp + 2] << 8) | data[tcp + 3]
-                seq, ack = data[tcp + 4], data[tcp + 8]  # (compiled: 64-bit, so that << 24 cannot overflow)
-                segment.seq = (seq << 24) | (data[tcp + 5] << 16) | (data[tcp + 6] << 8) | data[tcp + 7]
-                segment.ack = (ack << 24) | (data[tcp + 9] << 16) | (data[tcp + 10] << 8) | data[tcp + 11]
-                segment.flags = data[tcp + 13]
-                segment.payload = data[tcp + (data[tcp + 12] >> 4) * 4:end]
-                segment.record = 0
-                segment.stream = -1
-                return segment
+                return _segment(ts_ns, data[26:30], data[30:34], data, tcp, end)
         ip = self._link(link_type, data)
         if ip is None:
             return None
@@ -303,8 +287,27 @@ class PacketParser:
         if len(tcp) < 20:
             self.skipped["short-tcp-header"] += 1
             return None
-        sport, dport, seq, ack, data_offset, flags = _TCP(tcp, 0)
-        return Segment(ts_ns, src, sport, dst, dport, seq, ack, flags, tcp[(data_offset >> 4) * 4:])
+        return _segment(ts_ns, src, dst, tcp, 0, len(tcp))
+
+
+def _segment(ts_ns: int, src: bytes, dst: bytes, data: bytes, tcp: int, end: int) -> Segment:
+    """The segment of the TCP header at `tcp` in `data` (its 20 bytes there), its payload up to `end`.
+    The fields are read octet by octet (compiled: C loads, no struct call, no tuple of boxed
+    integers) and the segment made without a call to its __init__."""
+    segment = Segment.__new__(Segment)
+    segment.ts_ns = ts_ns
+    segment.src = src
+    segment.dst = dst
+    segment.sport = (data[tcp] << 8) | data[tcp + 1]
+    segment.dport = (data[tcp + 2] << 8) | data[tcp + 3]
+    seq, ack = data[tcp + 4], data[tcp + 8]  # (compiled: 64-bit, so that << 24 cannot overflow)
+    segment.seq = (seq << 24) | (data[tcp + 5] << 16) | (data[tcp + 6] << 8) | data[tcp + 7]
+    segment.ack = (ack << 24) | (data[tcp + 9] << 16) | (data[tcp + 10] << 8) | data[tcp + 11]
+    segment.flags = data[tcp + 13]
+    segment.payload = data[tcp + (data[tcp + 12] >> 4) * 4:end]
+    segment.record = 0
+    segment.stream = -1
+    return segment
 
 
 class _FragmentSet:

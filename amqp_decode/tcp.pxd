@@ -71,7 +71,7 @@ cdef class TcpConnection:
 
 
 @cython.locals(a_port=cython.int, b_port=cython.int)
-cpdef bint _between(TcpConnection connection, Segment seg)
+cdef inline int _direction(TcpConnection connection, Segment seg)
 
 
 cdef class TcpTracker:
@@ -88,7 +88,7 @@ cdef class TcpTracker:
     cdef TcpConnection _last
 
     @cython.locals(connection=TcpConnection, half=HalfStream, other=HalfStream, flags=cython.int,
-                   direction=cython.int, same_syn=cython.bint, a_port=cython.int)
+                   direction=cython.int, same_syn=cython.bint, last=TcpConnection)
     cpdef segment(self, Segment seg, int capture)
     cpdef finish(self)
     cpdef TcpConnection _open(self, Segment seg)

@@ -231,13 +231,15 @@ class TcpConnection:
 SinkFactory = Callable[[TcpConnection], StreamSink]
 
 
-def _between(connection: TcpConnection, seg: Segment) -> bool:
-    """Whether the segment goes between the connection's endpoints, either way."""
+def _direction(connection: TcpConnection, seg: Segment) -> int:
+    """The segment's direction in the connection: 0 from `a`, 1 from `b`, -1 not between them."""
     a, b = connection.a, connection.b
     a_port, b_port = a[1], b[1]  # (compiled: C ints, compared without boxing the segment's ports)
-    if seg.sport == a_port and seg.dport == b_port:
-        return seg.src == a[0] and seg.dst == b[0]
-    return seg.sport == b_port and seg.dport == a_port and seg.src == b[0] and seg.dst == a[0]
+    if seg.sport == a_port and seg.dport == b_port and seg.src == a[0] and seg.dst == b[0]:
+        return 0
+    if seg.sport == b_port and seg.dport == a_port and seg.src == b[0] and seg.dst == a[0]:
+        return 1
+    return -1
 
 
 class TcpTracker:
@@ -261,9 +263,9 @@ class TcpTracker:
         self._last: TcpConnection | None = None
 
     def segment(self, seg: Segment, capture: int) -> None:
-        connection = self._last
-        if connection is None or not _between(connection, seg):
-            connection = self.connections.get((seg.src, seg.sport, seg.dst, seg.dport))
+        last = self._last
+        direction = _direction(last, seg) if last is not None else -1
+        connection = last if direction >= 0 else self.connections.get((seg.src, seg.sport, seg.dst, seg.dport))
         flags = seg.flags
         if connection is not None and connection.closed_at is not None \
                 and seg.ts_ns - connection.closed_at > self.close_grace_ns:
@@ -272,7 +274,7 @@ class TcpTracker:
             self._end(connection, connection.end_reason(), connection.last_ts_ns)
             connection = None
         if flags & _SYN and not flags & _ACK and connection is not None:
-            half = connection.halves[0 if (seg.src, seg.sport) == connection.a else 1]
+            half = connection.halves[_direction(connection, seg)]
             same_syn = half.syn and half.base == (seg.seq + 1) % _SEQ_MOD
             if not same_syn and (connection.closed or half.syn or half.next or half.pending):
                 self._end(connection, "port-reuse" if not connection.closed else connection.end_reason(),
@@ -286,9 +288,9 @@ class TcpTracker:
             connection.first_capture = capture
             if self.on_open is not None:
                 self.on_open(connection, seg)
+        if connection is not last or direction < 0:
+            direction = _direction(connection, seg)
         self._last = connection
-        a_port = connection.a[1]
-        direction = 0 if seg.sport == a_port and seg.src == connection.a[0] else 1
         half = connection.halves[direction]
         connection.last_ts_ns = seg.ts_ns
         if capture != connection.stream_capture:
