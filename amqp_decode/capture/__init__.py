@@ -49,9 +49,9 @@ no time, and gets the previous packet's (Scapy: None); an interface snaplen of 0
 (Scapy cuts SPBs to nothing); if_tsoffset is added (Scapy ignores it); a new section forgets the
 interfaces of the one before (Scapy keeps them).
 
-The reader is plain Python written for speed (one generator, locals in the loops, records sliced
-out of large reads); Scapy's raw readers remain as the reference (scapy_reader.py) and read
-whatever the fast path does not know.
+The readers are Python written for speed (records sliced out of large reads; compiled, the pcap
+reader's run of sound records is a typed loop, `pcap.scan_records`); Scapy's raw readers remain as
+the reference (scapy_reader.py) and read whatever the fast path does not know.
 """
 
 from __future__ import annotations

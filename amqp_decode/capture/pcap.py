@@ -5,6 +5,8 @@ The loop slices records out of large reads and checks every header it meets. A r
 out only once the header after it is plausible too (or the file ends right after it), because a
 damaged caplen shows only at the next header: when that one is implausible, the reader finds the
 next accepted boundary (boundaries.py), decides which record the damage hit, and reports it.
+The run of sound records between two such events is one call of `scan_records` (a typed loop
+when compiled), which the generator then hands out one by one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from amqp_decode.capture.source import CHUNK, Window
 
 NO_END = 1 << 62  # the end of a whole read: past any file
 LOOKAHEAD = CHAIN * (MAX_CAPLEN + PCAP_RECORD) + CHUNK  # bytes a boundary search reads on at once
+COMPILED = __file__.endswith((".so", ".pyd"))
+
+# why scan_records stopped
+NEEDS_BYTES = 0  # the next record header is not wholly in the bytes
+IMPLAUSIBLE = 1  # the next record header is not plausible: the slow path judges it
+PLAUSIBLE = 2  # the next header is plausible, but its record is at or past the range's end, or past the bytes
 
 
 class PcapReader:
@@ -52,20 +60,19 @@ class PcapReader:
 
     def records(self) -> Iterator[tuple[int, int, bytes]]:
         info, window = self.info, self.window
-        max_caplen, max_origlen, day, minus_day = MAX_CAPLEN, MAX_ORIGLEN, DAY, -DAY
         index = 0  # records handed out
         records_bytes = 0  # their bytes, added up per stretch from offsets (cheaper than per record)
         first_ts = None
         last = None  # the last record handed out
         pending = None  # the last record read: handed out once the header after it is plausible
         stretch_at = None  # offset of the first record of the stretch being read, None between stretches
+        handing = None  # a batch being handed out record by record
         p = self.start - window.base
         try:
             while True:  # one pass per stretch of records between two slow-path events
                 rules = self.rules
                 unpack = rules.header.unpack_from
-                link_type, scale, sub_max, check_origlen = rules.link_type, rules.scale, rules.sub_max, \
-                    rules.check_origlen
+                link_type, scale = rules.link_type, rules.scale
                 if len(window.buf) - p < PCAP_RECORD:
                     window.extend(p, PCAP_RECORD)
                     p = 0
@@ -76,23 +83,38 @@ class PcapReader:
                 # the first record of a stretch has no neighbour to compare its time with
                 last_sec = unpack(buf, p)[0] if n - p >= PCAP_RECORD else 0
                 stopped = cut = False
-                last_header = n - 16  # (16: PCAP_RECORD, spelt out in this loop, where every load counts)
+                last_header = n - 16  # (16: PCAP_RECORD)
+                batch: list = []
                 while True:
-                    if p > last_header:
+                    # the records whose headers are plausible and whose bytes are in buf, in one call
+                    why, p, last_sec = scan_records(buf, p, stop_at, last_sec, rules, batch)
+                    if batch:  # each but the last is followed by a plausible header: handed out
+                        if pending is not None:
+                            index += 1
+                            last = pending
+                            yield pending
+                        elif stretch_ts is None:
+                            stretch_ts = batch[0][0]
+                        pending = batch.pop()
+                        if batch:
+                            handing = batch  # (for `finally`: where handing out stopped, found from `last`)
+                            for last in batch:
+                                yield last
+                            index += len(batch)
+                            handing = None
+                            batch = []
+                    if why == NEEDS_BYTES:
                         keep = p - 16 - len(pending[2]) if pending is not None else p
                         window.extend(keep, p - keep + 16)
                         buf, p, n = window.buf, p - keep, len(window.buf)
                         stop_at, last_header = self.end - window.base, n - 16
                         if p > last_header:
                             break
+                        continue
                     sec, sub, caplen, origlen = unpack(buf, p)
-                    # ordered so that a sound record costs one comparison per term
-                    if (caplen > max_caplen or sub > sub_max
-                            or (sec != last_sec and not minus_day <= sec - last_sec <= day)
-                            or (origlen != caplen
-                                and (origlen > max_origlen or origlen < caplen and check_origlen))
-                            or (caplen == 0 and origlen == 0)):
+                    if why == IMPLAUSIBLE:
                         break
+                    # a plausible header at or past the range's end, or whose record runs past buf
                     if pending is not None:
                         index += 1
                         last = pending
@@ -206,6 +228,10 @@ class PcapReader:
                 at = window.base + p
                 handed_end = at - PCAP_RECORD - len(pending[2]) if pending is not None and pending is not last \
                     else at
+                if handing is not None:  # closed while handing out a batch: the records after `last` were not
+                    rest = handing[next(k for k, record in enumerate(handing) if record is last) + 1:]
+                    index += len(handing) - len(rest)
+                    handed_end -= sum(PCAP_RECORD + len(record[2]) for record in rest)
                 records_bytes += handed_end - stretch_at - PCAP_RECORD * (index - stretch_index)
                 if first_ts is None and index > stretch_index:
                     first_ts = stretch_ts
@@ -297,6 +323,56 @@ class PcapReader:
             self.info.issues.append(issue)
         if getattr(stream, "issues", None):
             stream.issues = []
+
+
+def scan_records(buf: bytes, p: int, stop_at: int, last_sec: int, rules: PcapRules, out: list) -> tuple:
+    """The hot loop of `PcapReader.records`: from offset `p` of `buf`, each record whose header is
+    plausible, whose bytes are all in `buf` and which starts before `stop_at` is appended to `out` as
+    (ts_ns, link type, bytes). Returns (why it stopped: NEEDS_BYTES, IMPLAUSIBLE or PLAUSIBLE, the
+    offset of the header it stopped at, the seconds of the last record appended, else `last_sec`).
+    Compiled, the header's fields are read octet by octet as C integers; interpreted, struct reads
+    them (faster in Python)."""
+    link_type, scale, sub_max, check_origlen = rules.link_type, rules.scale, rules.sub_max, rules.check_origlen
+    little = rules.order == "<"
+    unpack = rules.header.unpack_from
+    max_caplen, max_origlen, day, header = MAX_CAPLEN, MAX_ORIGLEN, DAY, PCAP_RECORD
+    n = len(buf)
+    last_header = n - header
+    while p <= last_header:
+        if COMPILED:
+            if little:
+                sec = buf[p + 3]  # (compiled: 64-bit, so that << 24 cannot overflow; likewise below)
+                sec = (sec << 24) | (buf[p + 2] << 16) | (buf[p + 1] << 8) | buf[p]
+                sub = buf[p + 7]
+                sub = (sub << 24) | (buf[p + 6] << 16) | (buf[p + 5] << 8) | buf[p + 4]
+                caplen = buf[p + 11]
+                caplen = (caplen << 24) | (buf[p + 10] << 16) | (buf[p + 9] << 8) | buf[p + 8]
+                origlen = buf[p + 15]
+                origlen = (origlen << 24) | (buf[p + 14] << 16) | (buf[p + 13] << 8) | buf[p + 12]
+            else:
+                sec = buf[p]
+                sec = (sec << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]
+                sub = buf[p + 4]
+                sub = (sub << 24) | (buf[p + 5] << 16) | (buf[p + 6] << 8) | buf[p + 7]
+                caplen = buf[p + 8]
+                caplen = (caplen << 24) | (buf[p + 9] << 16) | (buf[p + 10] << 8) | buf[p + 11]
+                origlen = buf[p + 12]
+                origlen = (origlen << 24) | (buf[p + 13] << 16) | (buf[p + 14] << 8) | buf[p + 15]
+        else:
+            sec, sub, caplen, origlen = unpack(buf, p)
+        # ordered so that a sound record costs one comparison per term
+        if (caplen > max_caplen or sub > sub_max
+                or (sec != last_sec and not -day <= sec - last_sec <= day)
+                or (origlen != caplen and (origlen > max_origlen or origlen < caplen and check_origlen))
+                or (caplen == 0 and origlen == 0)):
+            return IMPLAUSIBLE, p, last_sec
+        end = p + header + caplen
+        if p >= stop_at or end > n:
+            return PLAUSIBLE, p, last_sec
+        out.append((sec * 1_000_000_000 + sub * scale, link_type, buf[p + header:end]))
+        last_sec = sec
+        p = end
+    return NEEDS_BYTES, p, last_sec
 
 
 def _count(index: int, records_bytes: int, first_ts: int | None, record: tuple) -> tuple:

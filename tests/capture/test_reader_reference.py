@@ -13,7 +13,7 @@ import pytest
 import amqp_decode.capture.source as source
 from amqp_decode.capture import CaptureInfo, read_records, scapy_reader
 from amqpcap.cli import main
-from tests.capture.captures import ALL_SAMPLES, pipe, sample_bytes, sample_id
+from tests.capture.captures import ALL_SAMPLES, pcap, pipe, sample_bytes, sample_id
 from tests.capture.conftest import SAMPLES
 
 
@@ -115,13 +115,20 @@ def test_gzip_is_found_by_its_bytes_not_its_name(tmp_path):
     assert info.format == "pcap"
 
 
-def test_an_early_close_leaves_counts_of_what_was_handed_out():
-    path = SAMPLES / "connection_errors.pcap"
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("handed", [1, 2, 10, -2, -1])
+def test_an_early_close_leaves_counts_of_what_was_handed_out(tmp_path, order, handed):
+    """Records are read in runs and handed out one by one: a close anywhere in a run counts only
+    those handed out."""
+    sample = SAMPLES / "connection_errors.pcap"
+    path = tmp_path / "capture.pcap"
+    path.write_bytes(pcap([(ts, data) for ts, _, data in read_records(str(sample))], order=order))
     whole = list(read_records(str(path)))
+    handed = handed % len(whole)
     info = CaptureInfo(str(path), 0)
     records = read_records(str(path), info)
-    taken = [next(records) for _ in range(10)]
+    taken = [next(records) for _ in range(handed)]
     records.close()
-    assert taken == whole[:10]
-    assert (info.records, info.bytes) == (10, sum(len(r[2]) for r in taken))
-    assert (info.first_ts_ns, info.last_ts_ns) == (whole[0][0], whole[9][0])
+    assert taken == whole[:handed]
+    assert (info.records, info.bytes) == (handed, sum(len(r[2]) for r in taken))
+    assert (info.first_ts_ns, info.last_ts_ns) == (whole[0][0], whole[handed - 1][0])
