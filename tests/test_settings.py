@@ -42,16 +42,18 @@ def test_settings_travel_whole_as_json():
 
 
 @pytest.mark.parametrize("override, message", [
-    ('decode.field_table_dialect="bogus"', "decode.field_table_dialect = 'bogus': Input should be 'rabbitmq' or 'spec'"),
+    ('decode.field_table_dialect="bogus"', "decode.field_table_dialect = 'bogus': must be one of 'rabbitmq', 'spec'"),
     ('decode.default_version="1-0"', "default_version '1-0' is none of 0-9, 0-9-1"),
-    ("reassembly.window_bytes=-5", "reassembly.window_bytes = -5: Input should be greater than 0"),
-    ("spark.arrow_batch_rows=-5", "spark.arrow_batch_rows = -5: Input should be greater than 0"),
-    ('lake.engine="delta-go"', "lake.engine = 'delta-go': Input should be 'auto', 'delta-rs' or 'delta-spark'"),
+    ("reassembly.window_bytes=-5", "reassembly.window_bytes = -5: Expected `int` >= 1"),
+    ("spark.arrow_batch_rows=-5", "spark.arrow_batch_rows = -5: Expected `int` >= 1"),
+    ('lake.engine="delta-go"', "lake.engine = 'delta-go': must be one of 'auto', 'delta-rs', 'delta-spark'"),
     ('decode.specs={"0-9-1" = "/missing.xml"}', "cannot read spec file /missing.xml"),
-    ("decode.amqp_ports=[70000]", "70000 is not a TCP port"),
+    ("decode.amqp_ports=[5672, 70000]", "decode.amqp_ports[1] = 70000: Expected `int` <= 65535"),
     ("decode.amqp_port=[1]", "unknown key decode.amqp_port; known: amqp_ports"),
     ("decoder.x=1", "unknown section [decoder]"),
-    ('bodies.capture="yes"', "bodies.capture = 'yes': Input should be a valid boolean"),
+    ('spark.conf={"spark.x" = 1}', "spark.conf: a value: Expected `str`, got `int`"),
+    ("reassembly.close_grace_seconds=-1", "reassembly.close_grace_seconds = -1: Expected `float` >= 0.0"),
+    ('bodies.capture="yes"', "bodies.capture = 'yes': Expected `bool`, got `str`"),
 ])
 def test_bad_values_are_named_in_one_line(override, message):
     with pytest.raises(SettingsError) as error:

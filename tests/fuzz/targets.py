@@ -19,7 +19,7 @@ from amqp_decode.codec import Codec
 from amqp_decode.decoder import CaptureDecoder
 from amqp_decode.errors import DecodeError
 from amqp_decode.frames import ContentBody, ContentHeader, Heartbeat, MethodFrame, OtherFrame
-from amqp_decode.settings import Settings
+from amqp_decode.settings import Settings, from_data
 from amqp_decode.spec import load_spec
 from amqpcap.commands.decode import _json_line, _text_line
 
@@ -129,11 +129,11 @@ def render(record: dict, bodies: bool = False) -> None:
 
 SETTINGS = {
     "default": Settings(),
-    "bodies": Settings.model_validate({"bodies": {"capture": True, "cap_bytes": 64}}),
-    "spec-dialect": Settings.model_validate({"decode": {"field_table_dialect": "spec"}}),
-    "small-limits": Settings.model_validate({"decode": {"max_frame_bytes": 4096, "resync_max_frame_bytes": 2048,
-                                                        "pending_records": 8},
-                                             "reassembly": {"window_bytes": 3000, "close_grace_seconds": 0}}),
+    "bodies": from_data({"bodies": {"capture": True, "cap_bytes": 64}}),
+    "spec-dialect": from_data({"decode": {"field_table_dialect": "spec"}}),
+    "small-limits": from_data({"decode": {"max_frame_bytes": 4096, "resync_max_frame_bytes": 2048,
+                                          "pending_records": 8},
+                               "reassembly": {"window_bytes": 3000, "close_grace_seconds": 0}}),
 }
 
 _TMP = tempfile.mkdtemp(prefix="amqpcap-fuzz-")

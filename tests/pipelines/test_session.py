@@ -157,9 +157,9 @@ def test_the_local_jvm_gets_our_options_and_the_users(tmp_path):
     """In a fresh process: the JVM of a local session runs the serial collector and the quick JIT, and a user's
     spark.driver.extraJavaOptions (with a space inside a quoted value) reach it too."""
     script = textwrap.dedent("""
-        from amqp_decode.settings import Settings
+        from amqp_decode.settings import from_data
         from pipelines.session import build_session
-        settings = Settings.model_validate({"spark": {"conf": {
+        settings = from_data({"spark": {"conf": {
             "spark.driver.extraJavaOptions": "-Damqpcap.probe='two words'"}}})
         spark = build_session(settings, "local[1]")
         jvm = spark.sparkContext._jvm
