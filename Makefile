@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.p
 	$(PY) -m pip install --quiet -e '.[dev]'
 	printf '%s' "$(CURDIR)" > $(VENV)/.checkout
 	$(PY) -m pipelines.class_archive  # Spark's JVM classes, mapped at every start (pipelines/class_archive.py)
+	@# bytecode, as pip writes it for a regular install (an editable one does not): where Python may not
+	@# write it (PYTHONDONTWRITEBYTECODE), every start would compile the sources again (20-40 ms)
+	$(PY) -m compileall -q -j 0 amqp_decode amqpcap pipelines
 	rm -f $(VENV)/.installed*
 	touch $@
 
