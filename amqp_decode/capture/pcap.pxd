@@ -12,3 +12,7 @@ cdef int NEEDS_BYTES, IMPLAUSIBLE, PLAUSIBLE
                max_caplen=cython.longlong, max_origlen=cython.longlong, day=cython.longlong,
                header=cython.Py_ssize_t)
 cpdef tuple scan_records(bytes buf, Py_ssize_t p, long long stop_at, long long last_sec, object rules, list out)
+
+
+@cython.locals(first=cython.longlong)
+cdef inline long long _u32(bytes buf, Py_ssize_t i, bint little)
