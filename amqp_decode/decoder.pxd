@@ -9,6 +9,10 @@ from amqp_decode.stream_index cimport FileStreams
 cdef long long BATCH_RECORDS, BATCH_NS
 
 
+@cython.locals(record=dict, ended=bint)
+cpdef bint count_kinds(list records, dict counts, object stats)
+
+
 cdef class SegmentDecoder:
     cdef public object settings
     cdef public object options

@@ -17,7 +17,7 @@ cdef class ConnectionEnds:
 
     @cython.locals(facts=_Facts)
     cpdef version(self, object connection)
-    @cython.locals(facts=_Facts, message=dict)
+    @cython.locals(facts=_Facts, message=dict, method=str, client=bint)
     cpdef observe(self, dict record)
     @cython.locals(i=Py_ssize_t, out=list, record=dict)
     cpdef list apply(self, list batch, object now_ns)

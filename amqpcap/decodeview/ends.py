@@ -9,6 +9,7 @@ ended makes it `heartbeat-timeout` (the same rule as the `connections` table's e
 
 from __future__ import annotations
 
+from amqp_decode.spec import CLIENT_TO_SERVER
 from amqp_decode.stream import CONNECTION_END
 
 END = "connection-end"
@@ -47,7 +48,8 @@ class ConnectionEnds:
         if facts is None:
             facts = self.facts[connection] = _Facts(record.get("tcp_stream"))
         kind = record["kind"]
-        if record["dir"] == "C>S" and kind != "issue":
+        client = record["dir"] == CLIENT_TO_SERVER  # (the decoder's own string: equal by identity, not compared)
+        if client and kind != "issue":
             ts = record["ts_ns"]
             if facts.last_client_ns is None or ts > facts.last_client_ns:
                 facts.last_client_ns = ts
@@ -56,13 +58,13 @@ class ConnectionEnds:
         if kind == "method":
             method = record["method"]
             message = record.get("message")
-            if message is not None and record["dir"] == "C>S":
+            if message is not None and client:
                 # content frames folded into their method (CaptureDecoder's fold_content) made no
                 # records: the message says when its last frame came
                 last = message.get("last_frame_ns")
                 if last is not None and (facts.last_client_ns is None or last > facts.last_client_ns):
                     facts.last_client_ns = last
-            if method[:11] == "connection.":
+            if method.startswith("connection."):
                 if method == "connection.close":
                     if facts.close is None or record["ts_ns"] < facts.close["ts_ns"]:
                         facts.close = record
