@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import sys
-from decimal import Decimal
 
 import orjson
 
@@ -17,6 +15,7 @@ from amqp_decode.gc_policy import fewer_collections
 from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.filters import Selection, predicates
+from amqpcap.decodeview.jsonl import json_line
 from amqpcap.decodeview.order import DEFAULT_CAP, TimeOrder
 from amqpcap.decodeview.readable import Readable
 from amqpcap.decodeview.where import WhereError
@@ -157,7 +156,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             ends = ConnectionEnds()
             if args.jsonl:
-                render, join = _json_line, b"".join
+                render, join = json_line, b"".join
             else:
                 readable = Readable(frames=args.frames, width=None if args.full else args.width, versions=ends.version)
                 render, join = readable.line, _join_text
@@ -200,20 +199,6 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
     summary = stats.summary()
     out.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE) if args.json
               else render_text(summary).encode())
-
-
-def _json_default(value):
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(value).decode()
-    raise TypeError(f"cannot render {type(value).__name__}")
-
-
-def _json_line(record: dict) -> bytes:
-    # Decimal and bytes go through _json_default; integers beyond 64 bits do not occur (longlong is
-    # unsigned 64); Timestamp (an int) is written as its number of seconds.
-    return orjson.dumps(record, default=_json_default, option=orjson.OPT_APPEND_NEWLINE)
 
 
 _FRAMES_VIEW = Readable(frames=True)

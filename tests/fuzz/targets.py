@@ -21,12 +21,13 @@ from amqp_decode.errors import DecodeError
 from amqp_decode.frames import ContentBody, ContentHeader, Heartbeat, MethodFrame, OtherFrame
 from amqp_decode.settings import Settings, from_data
 from amqp_decode.spec import load_spec
-from amqpcap.commands.decode import _json_line, _text_line
+from amqpcap.commands.decode import _text_line
+from amqpcap.decodeview.jsonl import json_line
 
 from tests.fuzz import oracles
 from tests.fuzz.oracles import CAPTURE_ISSUES, ContractError, parse_capture
 
-RENDER = (_json_line, _text_line)  # what `amqpcap decode` writes, with and without --jsonl
+RENDER = (json_line, _text_line)  # what `amqpcap decode` writes, with and without --jsonl
 
 
 # -- 1. the codec ----------------------------------------------------------------------------------
