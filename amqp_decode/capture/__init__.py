@@ -37,7 +37,8 @@ Issue kinds:
 - `concatenated-capture`: a second pcap global header or pcapng section header mid-file (`cat
   a.pcap b.pcap`): reading goes on with its parameters (nothing is lost).
 - `inconsistent-ranges`: `CaptureInfo.merge` found that ranges read apart do not join, or a
-  range was read with header parameters a later header changed: read the file whole.
+  range was read with header parameters a later header changed, or (pcapng) a range's first
+  packet has no time of its own and so cannot take the previous packet's: read the file whole.
 
 A byte range [start, end) of an uncompressed, seekable file yields the records whose record
 header (pcapng: block) starts in [B(start), B(end)), B(x) being the first accepted record

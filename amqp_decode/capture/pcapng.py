@@ -15,7 +15,7 @@ from typing import Iterator
 from amqp_decode.capture.boundaries import (ACCEPTED, BLOCK_HEADER, CHAIN, EPB, FOUND, IDB, MAX_BLOCK, MORE,
                                             PB, SHB, SPB, block_length, find_pcapng_boundary, pcapng_chain)
 from amqp_decode.capture.info import (CONCATENATED_CAPTURE, DAMAGED_BLOCK, GARBAGE_BETWEEN_BLOCKS,
-                                      TRUNCATED_FILE, TRUNCATED_RECORD, UNKNOWN_INTERFACE, UNREADABLE_TIME,
+                                      INCONSISTENT_RANGES, TRUNCATED_FILE, TRUNCATED_RECORD, UNKNOWN_INTERFACE, UNREADABLE_TIME,
                                       CaptureInfo, CaptureIssue)
 from amqp_decode.capture.source import CHUNK, Window
 
@@ -85,6 +85,11 @@ class PcapngReader:
         self.used: set[int] = set()  # interfaces whose link type and resolution info holds
         self.in_range: list[Interface] | None = []  # IDBs read since the range start (None: a new section)
         self.caught_up = start <= 0
+        # A packet without a time of its own (a Simple Packet Block, or an unreadable timestamp) gets
+        # the previous packet's: `untimed` says the last packet read was one. A range that begins
+        # with one, after packets it did not read (`earlier_packets`), cannot know that time.
+        self.untimed = False
+        self.earlier_packets = False
         self.start = 0 if start <= 0 else self._first_boundary(start)
         info.start_offset = self.start
         info.start_header = self.state
@@ -118,6 +123,7 @@ class PcapngReader:
                     p += framing
                     continue
                 if self._find(window.base + p + 1) < 0:
+                    self.earlier_packets = True  # (not known past damage there: assume so)
                     break
                 p = 0  # the window starts at the next block
                 continue
@@ -125,6 +131,7 @@ class PcapngReader:
                 break
             block_type = struct.unpack_from(order + "I", window.buf, p)[0]
             if block_type in (EPB, SPB, PB):
+                self.earlier_packets = True
                 break
             if block_type == SHB:
                 self.order, self.interfaces = order, []
@@ -141,6 +148,7 @@ class PcapngReader:
         info, window = self.info, self.window
         index = records_bytes = 0
         first_ts = ts = None
+        timed = False  # a packet with a time of its own was read
         p = self.start - window.base
         try:
             while True:  # one pass per stretch between two slow-path events
@@ -195,6 +203,7 @@ class PcapngReader:
                     if not TS_MIN_NS <= stamp <= TS_MAX_NS:
                         break  # a time no nanosecond clock holds: the slow path reports it
                     ts = stamp
+                    timed = True
                     if first_ts is None:
                         first_ts = ts
                     index += 1
@@ -203,8 +212,16 @@ class PcapngReader:
                     p = end
 
                 # -- slow path: every other block, the end of the file, damage ----------------------
+                at = window.base + p
+                self.untimed = False
                 record, resume = self._block(p, index, 0 if ts is None else ts)
+                if record is not None and self.untimed and not timed and self.earlier_packets:
+                    self._issue(INCONSISTENT_RANGES, f"the packet block at offset {at} has no time of its own "
+                                f"and is the first packet of the range starting at {self.start}: a whole read "
+                                "gives it the previous packet's time, which the range does not know (read this "
+                                "file whole)", index, 0, at, at)
                 if record is not None:
+                    timed = timed or not self.untimed
                     ts = record[0]
                     if first_ts is None:
                         first_ts = ts
@@ -311,6 +328,7 @@ class PcapngReader:
         self._use(interface)
         if block_type == SPB:
             caplen = min(origlen, params.snaplen or origlen, length - 16)
+            self.untimed = True
             return last_ts, params.link_type, buf[data_at:data_at + caplen]
         ts = self._time(params, *high_low, index, length, at, last_ts)
         return ts, params.link_type, buf[data_at:data_at + caplen]
@@ -326,6 +344,7 @@ class PcapngReader:
         self._issue(UNREADABLE_TIME, f"the packet block at offset {at} has a time of {ts} ns since 1970 "
                     f"(timestamp {(high << 32) | low} at {params.resolution} ticks/s, offset {params.offset_s} s), "
                     "beyond 1677-2262: kept with the previous packet's time", index, 0, at, at + length)
+        self.untimed = True
         return last_ts
 
     def _cut(self, p: int, block_type: int, index: int, last_ts: int) -> tuple[tuple | None, int]:

@@ -207,6 +207,27 @@ def test_f12_a_time_beyond_64_bit_nanoseconds_is_an_issue_not_a_crash():
     assert stats.captures[0].issues[0].record == 4  # the fifth packet: the first heartbeat's
 
 
+def test_f13_a_range_starting_with_an_untimed_packet_says_its_time_is_unknown():
+    """F13, fixed: the first packet of a pcapng byte range, if it has no time of its own (an
+    unreadable timestamp; a Simple Packet Block), took the time 0 (1970), where a whole read gives
+    it the previous packet's. Now the range reports `inconsistent-ranges` (read the file whole)."""
+    data = corpus("reader-pcapng-range-starts-untimed.pcapng").read_bytes()
+    records, info = whole(data)
+    assert [r[0] for r in records] == [1_700_000_000 * 10**9] * 2 + [1_700_000_001 * 10**9]
+    assert [i.kind for i in info.issues] == ["unreadable-time"]
+    untimed = data.index(bytes([2]) * 41) - 28 - 14  # the second packet's block (its frame's payload, less the
+    # packet block's header and the Ethernet header)
+    for start in (untimed - 5, untimed):  # inside the first packet, or exactly at the untimed one
+        info = CaptureInfo("corpus", len(data))
+        ranged = list(read_records("corpus", info, io.BytesIO(data), start=start))
+        assert [r[1:] for r in ranged] == [r[1:] for r in records[1:]]  # the packets, but not the first one's time
+        assert [i.kind for i in info.issues] == ["unreadable-time", "inconsistent-ranges"], info.issues
+        assert info.issues[1].offset == untimed
+    info = CaptureInfo("corpus", len(data))  # a range starting with a timed packet needs nothing
+    assert list(read_records("corpus", info, io.BytesIO(data), start=untimed + 1)) == records[2:]
+    assert info.issues == []
+
+
 def test_f11_reproducer_is_what_it_says():
     records, _ = decode(corpus("stream-streamed-body-gap-bad-end.pcap.gz"))
     kinds = {(r["issue_kind"], r["detail"].split(":")[0]) for r in records if r["kind"] == "issue"}

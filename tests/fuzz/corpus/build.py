@@ -171,6 +171,13 @@ def build() -> dict[str, bytes]:
         blocks.append(epb(0, ticks | (0xFFFFFFFF << 32 if len(blocks) == 4 else 0), capture[p + 16:p + 16 + caplen]))
         p += 16 + caplen
     files["stream-pcapng-time-beyond-64-bits.pcapng"] = shb() + idb(1) + b"".join(blocks)
+
+    # F13: a pcapng read in byte ranges, a range whose first packet has no time of its own (here an
+    # unreadable timestamp): a whole read gives it the previous packet's time, the range had none
+    # to give (0: 1970) and did not say so
+    frames = ether_frames(3)
+    files["reader-pcapng-range-starts-untimed.pcapng"] = shb() + idb(1) + epb(0, 1_700_000_000 * 10**6, frames[0]) + \
+        epb(0, 0xFFFFFFFF << 32, frames[1]) + epb(0, 1_700_000_001 * 10**6, frames[2])
     return files
 
 
