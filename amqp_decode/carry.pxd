@@ -3,6 +3,7 @@
 # C calls.
 cimport cython
 from amqp_decode.decoder cimport SegmentDecoder
+from amqp_decode.rows cimport FrameRow, MessageRow
 from amqp_decode.tabulate cimport Tabulator
 
 
@@ -17,7 +18,8 @@ cdef class CarryingDecoder:
     cdef public object source
     cdef public bint provisional
 
-    cpdef _tagged(self, object table, dict row)
+    @cython.locals(frame=FrameRow, message=MessageRow)
+    cpdef _tagged(self, object table, object row)
     cpdef long long feed(self, object segment, int capture)
     @cython.locals(segments=cython.longlong, records=cython.longlong)
     cpdef long long feed_all(self, object items, object progress=*)

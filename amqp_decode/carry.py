@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple
 
 from amqp_decode.decoder import SegmentDecoder
+from amqp_decode.rows import FrameRow
 from amqp_decode.settings import Settings
 from amqp_decode.state import SavedState, continues, load, restore, save, tuple_key
 from amqp_decode.tabulate import Tabulator
@@ -51,9 +52,18 @@ class CarryingDecoder:
         self.source: str | None = None
         self.provisional = False
 
-    def _tagged(self, table, row: dict) -> None:
-        row["source"] = self.source
-        row["provisional"] = self.provisional
+    def _tagged(self, table, row) -> None:
+        if type(row) is dict:
+            row["source"] = self.source
+            row["provisional"] = self.provisional
+        elif type(row) is FrameRow:
+            frame = row
+            frame.source = self.source
+            frame.provisional = self.provisional
+        else:
+            message = row
+            message.source = self.source
+            message.provisional = self.provisional
         self._emit(table, row)
 
     def feed(self, segment, capture: int) -> int:

@@ -3,6 +3,10 @@
 cimport cython
 
 
+cdef class TypedRow:
+    cpdef tuple column_values(self)
+
+
 cdef class Laid:
     cdef public int kind
     cdef public Py_ssize_t rows
@@ -97,8 +101,8 @@ cdef class TableColumns:
     cdef readonly dict tables
     cdef readonly dict taps
 
-    @cython.locals(buffer=ColumnBuffer)
-    cpdef add(self, object table, dict row)
+    @cython.locals(buffer=ColumnBuffer, typed=TypedRow)
+    cpdef add(self, object table, object row)
     @cython.locals(held=Py_ssize_t, most=Py_ssize_t)
     cdef _within_budget(self)
 

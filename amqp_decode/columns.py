@@ -39,6 +39,14 @@ FIRST_CAPACITY = 64  # rows a ColumnBuffer's columns hold before they first grow
 OBJECT, INT64, INT32, BOOL = 0, 1, 2, 3
 
 
+class TypedRow:
+    """A row held as an object with a field per column rather than as a dict (amqp_decode.rows: the
+    tables with a row per frame): it gives its values in the columns' order, in one call."""
+
+    def column_values(self) -> tuple:
+        raise NotImplementedError
+
+
 class Laid:
     """A column in Arrow's layout: `validity` (a bitmap, bit i set: value i is not null; None when
     no value is), `nulls`, and `data`: machine integers (an `array`) or a bitmap of booleans."""
@@ -339,14 +347,19 @@ class TableColumns:
         self.tables: dict = {}  # table name -> the table
         self.taps: dict = {}  # table name -> what also sees its rows
 
-    def add(self, table, row: dict) -> None:
+    def add(self, table, row) -> None:
+        """`row`: a dict, or a TypedRow whose values come in the order of the names asked for it."""
         name = table.name
         buffer = self.buffers.get(name)
         if buffer is None:
             buffer = self.buffers[name] = ColumnBuffer(self.names_of(table),
                                                        self.kinds_of(table) if self.kinds_of is not None else None)
             self.tables[name] = table
-        buffer.add(row)
+        if type(row) is dict:
+            buffer.add(row)
+        else:
+            typed = row
+            buffer.add_values(typed.column_values())
         if self.taps:
             tap = self.taps.get(name)
             if tap is not None:

@@ -1,6 +1,7 @@
 # Types for the compiled build of rows.py (Cython pure Python mode): the .py is the source.
-# Typed dicts let the row builders read records and fill rows with the dict API directly, and
-# calls between them skip Python's method lookup (a few percent of a decode task's instructions).
+# Typed dicts let the row builders read records with the dict API directly; the frames and
+# messages rows are extension types whose fields are C members (the analytics read them as such),
+# and calls between them skip Python's method lookup.
 cimport cython
 
 cdef dict _DAYS
@@ -13,13 +14,51 @@ cpdef object message_key(object connection, object direction, object stream_offs
 cpdef object _date(long long ts_ns)
 
 
+from amqp_decode.columns cimport TypedRow
+
+
+cdef class _Row(TypedRow):
+    pass
+
+
+# The fields are the table's columns, in its order (a test holds them to tables.FRAMES).
+cdef class FrameRow(_Row):
+    cdef public object date, connection, capture, pcap_record, pcap_record_last, tcp_stream, ts, ts_ns
+    cdef public object ts_last_ns, client, server, direction, channel, kind, stream_offset, frame_bytes
+    cdef public object method, class_id, method_id, exchange, routing_key, queue, consumer_tag, delivery_tag
+    cdef public object multiple, requeue, redelivered, mandatory, immediate, no_ack, no_wait, no_local
+    cdef public object exclusive, passive, durable, auto_delete, internal, exchange_type, if_unused
+    cdef public object if_empty, prefetch_size, prefetch_count, qos_global, message_count, consumer_count
+    cdef public object reply_code, reply_text, failing_class_id, failing_method_id, args_json, body_size
+    cdef public object properties_json, protocol_version, protocol_header, connection_seq, source
+    cdef public object provisional, run_id, parsed_args
+
+    cpdef tuple column_values(self)
+
+
+# The same for tables.MESSAGES.
+cdef class MessageRow(_Row):
+    cdef public object date, connection, capture, pcap_record, pcap_record_last, tcp_stream, ts, ts_ns
+    cdef public object client, server, direction, channel, method, stream_offset, message_key, exchange
+    cdef public object routing_key, delivery_tag, consumer_tag, redelivered, mandatory, reply_code
+    cdef public object reply_text, content_type, content_encoding, headers, headers_json, delivery_mode
+    cdef public object priority, correlation_id, reply_to, expiration, message_id, timestamp, type, user_id
+    cdef public object app_id, body_size, body_received, body_frames, complete, body_sha256, body, source
+    cdef public object provisional, run_id
+
+    cpdef tuple column_values(self)
+
+
+cdef _set_argument(FrameRow row, str column, object value)
+
+
 cdef class RawRows:
     cdef public object run_id
 
+    @cython.locals(row=FrameRow, args=dict)
+    cpdef FrameRow frame_row(self, dict record)
+    @cython.locals(row=MessageRow, args=dict, message=dict, properties=dict)
+    cpdef MessageRow message_row(self, dict record)
     cpdef dict _common(self, dict record, dict template)
-    @cython.locals(args=dict)
-    cpdef dict frame_row(self, dict record)
-    @cython.locals(args=dict, message=dict, properties=dict)
-    cpdef dict message_row(self, dict record)
     cpdef dict issue_row(self, dict record)
     cpdef dict stream_row(self, dict summary)

@@ -17,6 +17,7 @@ from decimal import Decimal
 import orjson
 import pyarrow as pa
 
+from amqp_decode.columns import TypedRow
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES
 
@@ -56,8 +57,6 @@ def _argument_plan(name: str) -> tuple:
 
 _ARGUMENTS = {name: _argument_plan(name) for name in ARGUMENT_COLUMNS}
 _CLOSES = ("connection.close", "channel.close")
-_PROPERTIES = ("content_type", "content_encoding", "delivery_mode", "priority", "correlation_id",
-               "reply_to", "expiration", "message_id", "type", "user_id", "app_id")
 
 
 def _json_default(value):
@@ -111,16 +110,131 @@ def _date(ts_ns: int) -> datetime.date:
     return date
 
 
+# A row of `frames` or `messages`, the tables that get a row per frame or per message: typed objects,
+# not dicts. The analytics read their fields (compiled: C reads, where a dict lookup per field
+# cost more than the rules themselves), and the table writer takes their values in column order
+# in one call (amqp_decode.columns.ColumnBuffer.add_values) rather than walking a dict. Declared
+# once: the fields are the table's columns (tables.py); a test holds the classes to them.
+COMPILED = __file__.endswith((".so", ".pyd"))
+FRAME_FIELDS = tuple(FRAMES.names)
+MESSAGE_FIELDS = tuple(MESSAGES.names)
+
+
+class _Row(TypedRow):
+    """What both typed rows offer besides their fields: a read-only mapping of column name to
+    value (`row["method"]`, `row.get(...)`, `row.items()`, `dict(row)`), for tests and tools, never
+    the hot path; equal to a dict of the same columns."""
+
+    @classmethod
+    def from_dict(cls, values: dict):
+        """A row given as a dict (a test's, or read back from the lake): absent columns are null."""
+        row = cls.__new__(cls)
+        for name in row.fields():
+            setattr(row, name, values.get(name))
+        return row
+
+    def fields(self) -> tuple:
+        """The columns, in the table's order."""
+        raise NotImplementedError
+
+    def get(self, name: str, default=None):
+        if name not in self.fields():
+            return default
+        return getattr(self, name)
+
+    def __getitem__(self, name: str):
+        if name not in self.fields():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __contains__(self, name) -> bool:
+        return name in self.fields()
+
+    def __iter__(self):
+        return iter(self.fields())
+
+    def __len__(self) -> int:
+        return len(self.fields())
+
+    def keys(self) -> tuple:
+        return self.fields()
+
+    def items(self) -> list:
+        return [(name, getattr(self, name)) for name in self.fields()]
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.fields()}
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, _Row):
+            other = other.as_dict()
+        return isinstance(other, dict) and self.as_dict() == other
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.as_dict()!r})"
+
+
+class FrameRow(_Row):
+    """One `frames` row (tables.FRAMES). Fields not set are null; `parsed_args` caches the parsed
+    args_json for the rules that need more than the typed argument columns."""
+
+    def fields(self) -> tuple:
+        return FRAME_FIELDS
+
+    def column_values(self) -> tuple:
+        """Every column's value, in the table's column order."""
+        return (self.date, self.connection, self.capture, self.pcap_record, self.pcap_record_last,
+                self.tcp_stream, self.ts, self.ts_ns, self.ts_last_ns, self.client, self.server, self.direction,
+                self.channel, self.kind, self.stream_offset, self.frame_bytes, self.method, self.class_id,
+                self.method_id, self.exchange, self.routing_key, self.queue, self.consumer_tag,
+                self.delivery_tag, self.multiple, self.requeue, self.redelivered, self.mandatory, self.immediate,
+                self.no_ack, self.no_wait, self.no_local, self.exclusive, self.passive, self.durable,
+                self.auto_delete, self.internal, self.exchange_type, self.if_unused, self.if_empty,
+                self.prefetch_size, self.prefetch_count, self.qos_global, self.message_count,
+                self.consumer_count, self.reply_code, self.reply_text, self.failing_class_id,
+                self.failing_method_id, self.args_json, self.body_size, self.properties_json,
+                self.protocol_version, self.protocol_header, self.connection_seq, self.source,
+                self.provisional, self.run_id)
+
+
+class MessageRow(_Row):
+    """One `messages` row (tables.MESSAGES). Fields not set are null."""
+
+    def fields(self) -> tuple:
+        return MESSAGE_FIELDS
+
+    def column_values(self) -> tuple:
+        """Every column's value, in the table's column order."""
+        return (self.date, self.connection, self.capture, self.pcap_record, self.pcap_record_last,
+                self.tcp_stream, self.ts, self.ts_ns, self.client, self.server, self.direction, self.channel,
+                self.method, self.stream_offset, self.message_key, self.exchange, self.routing_key,
+                self.delivery_tag, self.consumer_tag, self.redelivered, self.mandatory, self.reply_code,
+                self.reply_text, self.content_type, self.content_encoding, self.headers, self.headers_json,
+                self.delivery_mode, self.priority, self.correlation_id, self.reply_to, self.expiration,
+                self.message_id, self.timestamp, self.type, self.user_id, self.app_id, self.body_size,
+                self.body_received, self.body_frames, self.complete, self.body_sha256, self.body, self.source,
+                self.provisional, self.run_id)
+
+
+def _set_argument(row: FrameRow, column: str, value) -> None:
+    setattr(row, column, value)  # (compiled: the type's cached member descriptor; a few per method)
+
+
+if not COMPILED:  # interpreted, a field never set reads the class's None (compiled: every field starts None)
+    for _row, _fields in ((FrameRow, FRAME_FIELDS + ("parsed_args",)), (MessageRow, MESSAGE_FIELDS)):
+        for _name in _fields:
+            setattr(_row, _name, None)
+    del _row, _fields, _name
+
+
 def _template(table) -> dict:
     """Every column of `table`, null, in its schema's order (`date` first), keys interned."""
     return dict.fromkeys(sys.intern(name) for name in table.arrow().names)
 
 
-# Every row starts as a copy of its table's template: filling it then only replaces values, where
-# growing a dict key by key (and merging dicts into it) resized it several times per row; and its
-# keys stay in the columns' order, which amqp_decode.columns reads without a lookup per column.
-_FRAME = _template(FRAMES)
-_MESSAGE = _template(MESSAGES)
+# An issue row starts as a copy of its table's template: filling it then only replaces values, where
+# growing a dict key by key resized it several times per row; and its keys stay in the columns'
+# order, which amqp_decode.columns reads without a lookup per column.
 _ISSUE = _template(DECODE_ISSUES)
 
 
@@ -129,6 +243,108 @@ class RawRows:
 
     def __init__(self, run_id: str | None = None) -> None:
         self.run_id = run_id
+
+    def frame_row(self, record: dict) -> FrameRow:
+        kind = record["kind"]
+        row = FrameRow.__new__(FrameRow)
+        ts_ns = record["ts_ns"]
+        row.date = _date(ts_ns or 0)
+        row.connection = record["connection"]
+        row.capture = record["capture"]
+        row.pcap_record = record.get("pcap_record")
+        row.pcap_record_last = record.get("pcap_record_last")
+        row.tcp_stream = record.get("tcp_stream")
+        row.ts = ts_ns // 1000 if ts_ns is not None else None
+        row.ts_ns = ts_ns
+        row.ts_last_ns = record["ts_last_ns"]
+        row.client = record["client"]
+        row.server = record["server"]
+        row.direction = record["dir"]
+        row.channel = record["channel"]
+        row.kind = kind
+        row.stream_offset = record["offset"]
+        row.frame_bytes = record["size"]
+        row.run_id = self.run_id
+        if kind == "method":
+            args = record["args"]
+            method = record["method"]
+            row.method = method
+            row.class_id = record["class_id"]
+            row.method_id = record["method_id"]
+            row.args_json = to_json(args)
+            for name, value in args.items():
+                plan = _ARGUMENTS.get(name)
+                if plan is not None and type(value) is plan[1] and (plan[2] is None or plan[2] <= value <= plan[3]):
+                    _set_argument(row, plan[0], value)
+            if method in _CLOSES:
+                row.failing_class_id = args.get("class_id")
+                row.failing_method_id = args.get("method_id")
+        elif kind == "header":
+            row.class_id = record["class_id"]
+            row.body_size = _int64(record["body_size"])
+            row.properties_json = to_json(record["properties"])
+        elif kind == "protocol-header":
+            row.protocol_version = record["version"]
+            row.protocol_header = record["protocol_header"]
+        return row
+
+    def message_row(self, record: dict) -> MessageRow:
+        row = MessageRow.__new__(MessageRow)
+        ts_ns = record["ts_ns"]
+        connection, direction, offset = record["connection"], record["dir"], record["offset"]
+        row.date = _date(ts_ns or 0)
+        row.connection = connection
+        row.capture = record["capture"]
+        row.pcap_record = record.get("pcap_record")
+        row.pcap_record_last = record.get("pcap_record_last")
+        row.tcp_stream = record.get("tcp_stream")
+        row.ts = ts_ns // 1000 if ts_ns is not None else None
+        row.ts_ns = ts_ns
+        row.client = record["client"]
+        row.server = record["server"]
+        row.direction = direction
+        row.channel = record["channel"]
+        row.stream_offset = offset
+        row.run_id = self.run_id
+        row.message_key = message_key(connection, direction, offset)
+        args, message = record["args"], record["message"]
+        properties = message.get("properties") or {}
+        headers = properties.get("headers")
+        timestamp = properties.get("timestamp")
+        row.method = record["method"]
+        row.exchange = args.get("exchange")
+        row.routing_key = args.get("routing_key")
+        row.delivery_tag = _int64(args.get("delivery_tag"))
+        row.consumer_tag = args.get("consumer_tag")
+        row.redelivered = args.get("redelivered")
+        row.mandatory = args.get("mandatory")
+        row.reply_code = args.get("reply_code")
+        row.reply_text = args.get("reply_text")
+        if headers is not None:
+            row.headers = [(str(k), as_text(v)) for k, v in headers.items()]
+            row.headers_json = to_json(headers)
+        if isinstance(timestamp, int) and timestamp < 2**43:
+            row.timestamp = timestamp * 1_000_000
+        row.body_size = _int64(message["body_size"])
+        row.body_received = message["body_received"]
+        row.body_frames = message["body_frames"]
+        row.complete = message["complete"]
+        row.body_sha256 = message["body_sha256"]
+        if "body_b64" in message:
+            row.body = base64.b64decode(message["body_b64"])
+        if properties:
+            row.content_type = properties.get("content_type")
+            row.content_encoding = properties.get("content_encoding")
+            row.delivery_mode = properties.get("delivery_mode")
+            row.priority = properties.get("priority")
+            row.correlation_id = properties.get("correlation_id")
+            row.reply_to = properties.get("reply_to")
+            row.expiration = properties.get("expiration")
+            row.message_id = properties.get("message_id")
+            row.type = properties.get("type")
+            row.user_id = properties.get("user_id")
+            row.app_id = properties.get("app_id")
+        return row
 
     def _common(self, record: dict, template: dict) -> dict:
         row = template.copy()
@@ -147,67 +363,6 @@ class RawRows:
         row["channel"] = record["channel"]
         row["stream_offset"] = record["offset"]
         row["run_id"] = self.run_id
-        return row
-
-    def frame_row(self, record: dict) -> dict:
-        kind = record["kind"]
-        row = self._common(record, _FRAME)
-        row["ts_last_ns"] = record["ts_last_ns"]
-        row["kind"] = kind
-        row["frame_bytes"] = record["size"]
-        if kind == "method":
-            args = record["args"]
-            method = record["method"]
-            row["method"] = method
-            row["class_id"] = record["class_id"]
-            row["method_id"] = record["method_id"]
-            row["args_json"] = to_json(args)
-            for name, value in args.items():
-                plan = _ARGUMENTS.get(name)
-                if plan is not None and type(value) is plan[1] and (plan[2] is None or plan[2] <= value <= plan[3]):
-                    row[plan[0]] = value
-            if method in _CLOSES:
-                row["failing_class_id"] = args.get("class_id")
-                row["failing_method_id"] = args.get("method_id")
-        elif kind == "header":
-            row["class_id"] = record["class_id"]
-            row["body_size"] = _int64(record["body_size"])
-            row["properties_json"] = to_json(record["properties"])
-        elif kind == "protocol-header":
-            row["protocol_version"] = record["version"]
-            row["protocol_header"] = record["protocol_header"]
-        return row
-
-    def message_row(self, record: dict) -> dict:
-        row = self._common(record, _MESSAGE)
-        row["message_key"] = message_key(record["connection"], record["dir"], record["offset"])
-        args, message = record["args"], record["message"]
-        properties = message.get("properties") or {}
-        headers = properties.get("headers")
-        timestamp = properties.get("timestamp")
-        row["method"] = record["method"]
-        row["exchange"] = args.get("exchange")
-        row["routing_key"] = args.get("routing_key")
-        row["delivery_tag"] = _int64(args.get("delivery_tag"))
-        row["consumer_tag"] = args.get("consumer_tag")
-        row["redelivered"] = args.get("redelivered")
-        row["mandatory"] = args.get("mandatory")
-        row["reply_code"] = args.get("reply_code")
-        row["reply_text"] = args.get("reply_text")
-        if headers is not None:
-            row["headers"] = [(str(k), as_text(v)) for k, v in headers.items()]
-            row["headers_json"] = to_json(headers)
-        if isinstance(timestamp, int) and timestamp < 2**43:
-            row["timestamp"] = timestamp * 1_000_000
-        row["body_size"] = _int64(message["body_size"])
-        row["body_received"] = message["body_received"]
-        row["body_frames"] = message["body_frames"]
-        row["complete"] = message["complete"]
-        row["body_sha256"] = message["body_sha256"]
-        if "body_b64" in message:
-            row["body"] = base64.b64decode(message["body_b64"])
-        for name in _PROPERTIES:
-            row[name] = properties.get(name)
         return row
 
     def issue_row(self, record: dict) -> dict:

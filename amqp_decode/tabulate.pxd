@@ -1,7 +1,8 @@
 # Types for the compiled build of tabulate.py (Cython pure Python mode): the .py is the source.
+cimport cython
 
 from amqp_decode.analytics.connection cimport Analytics
-from amqp_decode.rows cimport RawRows
+from amqp_decode.rows cimport FrameRow, MessageRow, RawRows
 
 
 cdef class Tabulator:
@@ -10,4 +11,5 @@ cdef class Tabulator:
     cdef public Analytics analytics
     cdef public dict seq
 
+    @cython.locals(frame=FrameRow, message=MessageRow)
     cpdef record(self, dict record)

@@ -5,8 +5,9 @@
     for record in CaptureDecoder(settings).decode(paths, ends=True):
         tabulator.record(record)
 
-`emit(table, row)` receives every finished row; the Spark decode task writes them to Parquet,
-`amqpcap decode --stats` keeps what it summarises, tests collect them.
+`emit(table, row)` receives every finished row: a dict, or for `frames` and `messages` a typed row
+(amqp_decode.rows.FrameRow, MessageRow: `as_dict()`, `get(column)`). The Spark decode task writes
+them to Parquet, `amqpcap decode --stats` keeps what it summarises, tests collect them.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class Tabulator:
             self.analytics.end(stream)
         else:
             frame = rows.frame_row(record)
-            connection = frame["connection"]
-            frame["connection_seq"] = seq = self.seq.get(connection, 0)
+            connection = frame.connection
+            frame.connection_seq = seq = self.seq.get(connection, 0)
             self.seq[connection] = seq + 1
             self.emit(FRAMES, frame)
             message = None

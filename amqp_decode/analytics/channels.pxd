@@ -1,5 +1,6 @@
 # Types for the compiled build of channels.py (Cython pure Python mode): the .py is the source.
 from amqp_decode.analytics.common cimport arguments, micros, side, where_from
+from amqp_decode.rows cimport FrameRow
 
 
 cdef dict _COUNTED
@@ -10,4 +11,4 @@ cdef class ChannelRules:
     cdef public dict current
     cdef public list pending_consumes
 
-    cpdef method(self, dict row, int instance)
+    cpdef method(self, FrameRow row, int instance)

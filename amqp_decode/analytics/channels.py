@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from amqp_decode.analytics.common import Emit, arguments, micros, side, where_from
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import CHANNELS
 
 COUNTED = {"channel.flow": "flow_events", "basic.publish": "publishes", "basic.deliver": "deliveries",
@@ -29,8 +30,8 @@ class ChannelRules:
         self.current: dict | None = None
         self.pending_consumes: list[dict] = []
 
-    def method(self, row: dict, instance: int) -> None:
-        method = row["method"]
+    def method(self, row: FrameRow, instance: int) -> None:
+        method = row.method
         current = self.current
         if method == "channel.open" or current is None:
             if current is not None:
@@ -40,33 +41,33 @@ class ChannelRules:
         if method in _COUNTED:
             current[_COUNTED[method]] += 1
         elif method in ("basic.ack", "basic.nack"):
-            if side(row["direction"]) == "server":
+            if side(row.direction) == "server":
                 current["confirms"] += 1
             else:
                 current["acks" if method == "basic.ack" else "nacks"] += 1
         elif method == "channel.close" and current["closed_at"] is None:
-            current.update(closed_at=micros(row["ts_ns"]), close_initiator=side(row["direction"]),
-                           close_code=row["reply_code"], close_text=row["reply_text"])
+            current.update(closed_at=micros(row.ts_ns), close_initiator=side(row.direction),
+                           close_code=row.reply_code, close_text=row.reply_text)
         elif method == "confirm.select" and current["confirm_mode_at"] is None:
-            current["confirm_mode_at"] = micros(row["ts_ns"])
+            current["confirm_mode_at"] = micros(row.ts_ns)
         elif method == "tx.select" and current["tx_mode_at"] is None:
-            current["tx_mode_at"] = micros(row["ts_ns"])
+            current["tx_mode_at"] = micros(row.ts_ns)
         elif method == "basic.qos":
             args = arguments(row)
             current.update(prefetch_count=args.get("prefetch_count"), prefetch_size=args.get("prefetch_size"),
                            prefetch_scope="per-channel" if args.get("global") else "per-consumer")
-        elif method == "basic.consume" and side(row["direction"]) == "client":
-            consumer = {"tag": row["consumer_tag"] or None, "queue": row["queue"], "no_ack": row["no_ack"],
-                        "started_at_ns": row["ts_ns"], "cancelled_at_ns": None, "cancelled_by": None}
+        elif method == "basic.consume" and side(row.direction) == "client":
+            consumer = {"tag": row.consumer_tag or None, "queue": row.queue, "no_ack": row.no_ack,
+                        "started_at_ns": row.ts_ns, "cancelled_at_ns": None, "cancelled_by": None}
             current["consumers"].append(consumer)
-            if not (row["no_wait"] and row["consumer_tag"]):
+            if not (row.no_wait and row.consumer_tag):
                 self.pending_consumes.append(consumer)
         elif method == "basic.consume-ok" and self.pending_consumes:
-            self.pending_consumes.pop(0)["tag"] = row["consumer_tag"]
+            self.pending_consumes.pop(0)["tag"] = row.consumer_tag
         elif method == "basic.cancel":
             for consumer in current["consumers"]:
-                if consumer["tag"] == row["consumer_tag"] and consumer["cancelled_at_ns"] is None:
-                    consumer.update(cancelled_at_ns=row["ts_ns"], cancelled_by=side(row["direction"]))
+                if consumer["tag"] == row.consumer_tag and consumer["cancelled_at_ns"] is None:
+                    consumer.update(cancelled_at_ns=row.ts_ns, cancelled_by=side(row.direction))
 
     def end(self) -> None:
         if self.current is not None:
@@ -80,9 +81,9 @@ class ChannelRules:
         self.emit(CHANNELS, row)
 
     @staticmethod
-    def _new(row: dict, opened: bool, instance: int) -> dict:
-        return {**where_from(row), "channel": row["channel"], "channel_instance": instance,
-                "opened_at": micros(row["ts_ns"]) if opened else None, "closed_at": None,
+    def _new(row: FrameRow, opened: bool, instance: int) -> dict:
+        return {**where_from(row), "channel": row.channel, "channel_instance": instance,
+                "opened_at": micros(row.ts_ns) if opened else None, "closed_at": None,
                 "close_initiator": None, "close_code": None, "close_text": None, "confirm_mode_at": None,
                 "tx_mode_at": None, "prefetch_count": None, "prefetch_size": None, "prefetch_scope": None,
                 "consumers": [], "flow_events": 0, "publishes": 0, "deliveries": 0, "acks": 0, "nacks": 0,

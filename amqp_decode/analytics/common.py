@@ -7,9 +7,11 @@ from typing import Callable
 
 import orjson
 
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import Table
 
-# Where finished rows go: the decode task's table writers, a test's lists, `decode --stats`.
+# Where finished rows go: the decode task's table writers, a test's lists, `decode --stats`. The
+# rules read `frames` and `messages` rows as typed rows (amqp_decode.rows) and emit dicts.
 Emit = Callable[[Table, dict], None]
 
 CLIENT_TO_SERVER = "C>S"
@@ -31,14 +33,14 @@ def side(direction: str | None) -> str:
     return "client" if direction == CLIENT_TO_SERVER else "server"
 
 
-def arguments(row: dict) -> dict:
+def arguments(row: FrameRow) -> dict:
     """A method's arguments (frames.args_json), for the few rules that need more than the typed
     columns. Cached on the row: several rule sets may ask for the same frame's."""
-    parsed = row.get("_args")
+    parsed = row.parsed_args
     if parsed is None:
-        text = row.get("args_json")
+        text = row.args_json
         parsed = orjson.loads(text) if text else {}
-        row["_args"] = parsed
+        row.parsed_args = parsed
     return parsed
 
 
@@ -62,7 +64,7 @@ def to_int(value) -> int | None:
         return None
 
 
-def where_from(row: dict) -> dict:
+def where_from(row: FrameRow) -> dict:
     """The columns every per-connection analytics row copies from the frame that made it."""
-    return {"date": row["date"], "connection": row["connection"], "capture": row["capture"],
-            "client": row["client"], "server": row["server"]}
+    return {"date": row.date, "connection": row.connection, "capture": row.capture,
+            "client": row.client, "server": row.server}

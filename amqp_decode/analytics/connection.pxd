@@ -10,6 +10,7 @@ from amqp_decode.analytics.flow_control cimport FlowRules
 from amqp_decode.analytics.heartbeats cimport HeartbeatRules
 from amqp_decode.analytics.publishes cimport PublishRules
 from amqp_decode.analytics.rpc_calls cimport RpcRules
+from amqp_decode.rows cimport FrameRow, MessageRow
 
 
 cdef class _Channel:
@@ -35,7 +36,7 @@ cdef class ConnectionAnalyzer:
     cdef public bint tuned
 
     @cython.locals(channel=_Channel)
-    cpdef frame(self, dict row, object message=*)
+    cpdef frame(self, FrameRow row, MessageRow message=*)
 
 
 cdef class Analytics:
@@ -45,5 +46,5 @@ cdef class Analytics:
     cdef public dict open
     cdef public dict versions
 
-    @cython.locals(analyzer=ConnectionAnalyzer)
-    cpdef frame(self, dict row, object message=*)
+    @cython.locals(analyzer=ConnectionAnalyzer, frame=FrameRow)
+    cpdef frame(self, object row, object message=*)

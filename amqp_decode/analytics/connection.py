@@ -6,6 +6,9 @@ number, `rpc_calls` sees its methods (channel 0 too), and `channels`, `deliverie
 those of channels 1 and up. A channel number's lifetimes are counted here, once, for all of them:
 instance 0 until the first channel.open seen, then 1, 2...
 
+Frames and messages rows come typed (amqp_decode.rows.FrameRow, MessageRow: the rules read their
+fields); `Analytics.frame` takes dicts of their columns too (tests, the lake's raw tables).
+
 `Analytics` serves many connections at once, as a decode task interleaves them: rows are routed by
 their `connection`, and a connection's analyzer is finished and dropped when its `streams` row
 arrives (the decoder emits that after the connection's last frame).
@@ -25,6 +28,7 @@ from amqp_decode.analytics.heartbeats import HeartbeatRules
 from amqp_decode.analytics.naming import Naming, naming_for
 from amqp_decode.analytics.publishes import PublishRules
 from amqp_decode.analytics.rpc_calls import RpcRules
+from amqp_decode.rows import FrameRow, MessageRow
 
 # A TCP end that closes the connection for the broker (it requeues what was unacked).
 DROPPED = ("fin", "rst", "port-reuse")
@@ -59,22 +63,22 @@ class ConnectionAnalyzer:
         self.close_text: str | None = None
         self.tuned = False
 
-    def frame(self, row: dict, message: dict | None = None) -> None:
+    def frame(self, row: FrameRow, message: MessageRow | None = None) -> None:
         """A `frames` row; `message`: its `messages` row, for content-carrying methods."""
         self.heartbeats.frame(row)
         self.connection.frame(row)
-        if row["kind"] != "method":
+        if row.kind != "method":
             return
-        method = row["method"]
+        method = row.method
         self.connection.method(row)
         self.errors.method(row)
         self.flow.method(row)
         if method == "connection.tune-ok" and not self.tuned:
             self.tuned = True
             self.heartbeats.agreed(to_int(arguments(row).get("heartbeat")))
-        elif method == "connection.close" and (self.close_ns is None or row["ts_ns"] < self.close_ns):
-            self.close_ns, self.close_code, self.close_text = row["ts_ns"], row["reply_code"], row["reply_text"]
-        number = row["channel"]
+        elif method == "connection.close" and (self.close_ns is None or row.ts_ns < self.close_ns):
+            self.close_ns, self.close_code, self.close_text = row.ts_ns, row.reply_code, row.reply_text
+        number = row.channel
         channel = self.channels.get(number)
         if channel is None:
             channel = self.channels[number] = _Channel(number, self.naming, self.emit, self.settings)
@@ -115,13 +119,20 @@ class Analytics:
         self.open: dict[str, ConnectionAnalyzer] = {}
         self.versions: dict[str, str | None] = {}
 
-    def frame(self, row: dict, message: dict | None = None) -> None:
-        analyzer = self.open.get(row["connection"])
+    def frame(self, row, message=None) -> None:
+        """A `frames` row and, for a content-carrying method, its `messages` row: typed rows
+        (amqp_decode.rows), or dicts of their columns (a test's, the lake's)."""
+        if type(row) is dict:
+            row = FrameRow.from_dict(row)
+        if type(message) is dict:
+            message = MessageRow.from_dict(message)
+        frame = row
+        analyzer = self.open.get(frame.connection)
         if analyzer is None:
-            version = row.get("protocol_version") if row["kind"] == "protocol-header" else None
-            analyzer = self.open[row["connection"]] = ConnectionAnalyzer(
+            version = frame.protocol_version if frame.kind == "protocol-header" else None
+            analyzer = self.open[frame.connection] = ConnectionAnalyzer(
                 self.naming(version), self.emit, self.settings)
-        analyzer.frame(row, message)
+        analyzer.frame(frame, message)
 
     def end(self, stream: dict) -> None:
         analyzer = self.open.pop(stream["connection"], None)

@@ -1,5 +1,6 @@
 # Types for the compiled build of connections.py (Cython pure Python mode): the .py is the source.
 from amqp_decode.analytics.common cimport arguments, micros, side, text_of, to_int
+from amqp_decode.rows cimport FrameRow
 
 
 cdef dict _MILESTONES, _FIRST_FACTS, _COUNTS
@@ -17,5 +18,5 @@ cdef class ConnectionRules:
     cdef public object protocol_header_ns
     cdef public dict counts
 
-    cpdef frame(self, dict row)
-    cpdef method(self, dict row)
+    cpdef frame(self, FrameRow row)
+    cpdef method(self, FrameRow row)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, arguments, micros, side, text_of, to_int
 from amqp_decode.analytics.naming import Naming
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import CONNECTIONS
 
 MILESTONES = {"connection.start": "start_at", "connection.start-ok": "start_ok_at",
@@ -67,23 +68,25 @@ class ConnectionRules:
         self.frames = 0
         self.milestones: dict[str, int] = {}  # column -> earliest ts_ns
         self.facts: dict[str, tuple[int, dict]] = {}  # method -> (ts_ns, facts) of its earliest frame
-        self.close: tuple[int, dict] | None = None  # (ts_ns, row) of the earliest connection.close
+        # (ts_ns, (direction, reply code, reply text, failing class id, failing method id)) of the
+        # earliest connection.close (a saved state of an earlier version holds its frames row there)
+        self.close: tuple | None = None
         self.closed_cleanly = False
         self.last_client_frame_ns: int | None = None
         self.protocol_header_ns: int | None = None
         self.counts = dict.fromkeys(_COUNTS.values(), 0)
 
-    def frame(self, row: dict) -> None:
+    def frame(self, row: FrameRow) -> None:
         self.frames += 1
-        ts = row["ts_ns"]
-        if row["direction"] == CLIENT_TO_SERVER:
+        ts = row.ts_ns
+        if row.direction == CLIENT_TO_SERVER:
             if self.last_client_frame_ns is None or ts > self.last_client_frame_ns:
                 self.last_client_frame_ns = ts
-            if row["kind"] == "protocol-header" and (self.protocol_header_ns is None or ts < self.protocol_header_ns):
+            if row.kind == "protocol-header" and (self.protocol_header_ns is None or ts < self.protocol_header_ns):
                 self.protocol_header_ns = ts
 
-    def method(self, row: dict) -> None:
-        method, ts = row["method"], row["ts_ns"]
+    def method(self, row: FrameRow) -> None:
+        method, ts = row.method, row.ts_ns
         column = _MILESTONES.get(method)
         if column is not None and (column not in self.milestones or ts < self.milestones[column]):
             self.milestones[column] = ts
@@ -95,7 +98,8 @@ class ConnectionRules:
             self.counts[counted] += 1
         elif method == "connection.close":
             if self.close is None or ts < self.close[0]:
-                self.close = (ts, row)
+                self.close = (ts, (row.direction, row.reply_code, row.reply_text, row.failing_class_id,
+                                   row.failing_method_id))
         elif method == "connection.close-ok":
             self.closed_cleanly = True
 
@@ -116,11 +120,13 @@ class ConnectionRules:
         for _, facts in self.facts.values():
             row.update(facts)
         close = self.close[1] if self.close else None
-        row.update(close_initiator=side(close["direction"]) if close else None,
-                   close_code=close["reply_code"] if close else None,
-                   close_text=close["reply_text"] if close else None,
-                   close_failing_method=self.naming.method_name(close["failing_class_id"], close["failing_method_id"])
-                   if close else None)
+        if type(close) is dict:  # saved by an earlier version: the frames row itself
+            close = (close["direction"], close["reply_code"], close["reply_text"], close["failing_class_id"],
+                     close["failing_method_id"])
+        row.update(close_initiator=side(close[0]) if close else None,
+                   close_code=close[1] if close else None,
+                   close_text=close[2] if close else None,
+                   close_failing_method=self.naming.method_name(close[3], close[4]) if close else None)
         started, ph, ok = row["start_at"], row["protocol_header_at"], row["open_ok_at"]
         handshake_from = ph if ph is not None else started
         row["handshake_ms"] = (ok - handshake_from) / 1000.0 if ok is not None and handshake_from is not None else None

@@ -1,6 +1,6 @@
 # Types for the compiled build of deliveries.py (Cython pure Python mode): the .py is the source.
 from amqp_decode.analytics.common cimport micros, where_from
-from amqp_decode.rows cimport message_key
+from amqp_decode.rows cimport FrameRow, MessageRow, message_key
 
 
 cdef dict _SETTLE
@@ -17,7 +17,7 @@ cdef class DeliveryRules:
     cdef public object last_tag
     cdef public bint in_order
 
-    cpdef method(self, dict row, int instance, object message=*)
+    cpdef method(self, FrameRow row, int instance, MessageRow message=*)
     cpdef _close(self, object at_ns, str outcome)
-    cpdef dict _delivery(self, dict row, object queue, dict message)
+    cpdef dict _delivery(self, FrameRow row, object queue, MessageRow message)
     cpdef _settled(self, dict delivery, str outcome, object at_ns, object requeue, bint multiple)

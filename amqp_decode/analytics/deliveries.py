@@ -16,7 +16,7 @@ consumers are held.
 from __future__ import annotations
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros, where_from
-from amqp_decode.rows import message_key
+from amqp_decode.rows import FrameRow, MessageRow, message_key
 from amqp_decode.tables import DELIVERIES
 
 SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}
@@ -46,48 +46,48 @@ class DeliveryRules:
         self.last_tag = -1
         self.in_order = True
 
-    def method(self, row: dict, instance: int, message: dict | None = None) -> None:
-        method = row["method"]
+    def method(self, row: FrameRow, instance: int, message: MessageRow | None = None) -> None:
+        method = row.method
         if method not in _RELEVANT:
             return
-        from_client = row["direction"] == CLIENT_TO_SERVER
+        from_client = row.direction == CLIENT_TO_SERVER
         if method == "channel.open":
-            self._close(row["ts_ns"], "channel-closed")  # the number reused without a close we saw
+            self._close(row.ts_ns, "channel-closed")  # the number reused without a close we saw
             self.instance = instance
             self.consumers.clear()
             self.pending_consumes.clear()
             self.pending_gets.clear()
         elif method in ("channel.close", "channel.close-ok"):
-            self._close(row["ts_ns"], "channel-closed")
+            self._close(row.ts_ns, "channel-closed")
         elif method == "basic.consume" and from_client:
-            if row["no_wait"] and row["consumer_tag"]:
-                self.consumers[row["consumer_tag"]] = (row["queue"], row["no_ack"])
+            if row.no_wait and row.consumer_tag:
+                self.consumers[row.consumer_tag] = (row.queue, row.no_ack)
             else:
-                self.pending_consumes.append((row["queue"], row["no_ack"]))
+                self.pending_consumes.append((row.queue, row.no_ack))
         elif method == "basic.consume-ok" and not from_client and self.pending_consumes:
-            self.consumers[row["consumer_tag"]] = self.pending_consumes.pop(0)
+            self.consumers[row.consumer_tag] = self.pending_consumes.pop(0)
         elif method == "basic.get" and from_client:
-            self.pending_gets.append((row["queue"], row["no_ack"]))
+            self.pending_gets.append((row.queue, row.no_ack))
         elif method == "basic.get-empty" and self.pending_gets:
             self.pending_gets.pop(0)
         elif method in ("basic.deliver", "basic.get-ok") and not from_client:
             if method == "basic.deliver":
-                queue, no_ack = self.consumers.get(row["consumer_tag"], (None, None))
+                queue, no_ack = self.consumers.get(row.consumer_tag, (None, None))
             else:
                 queue, no_ack = self.pending_gets.pop(0) if self.pending_gets else (None, None)
-            delivery = self._delivery(row, queue, message or {})
+            delivery = self._delivery(row, queue, message)
             if no_ack:
                 self._settled(delivery, "auto-ack", None, None, False)
             else:
-                tag = row["delivery_tag"]
+                tag = row.delivery_tag
                 if tag is None or tag <= self.last_tag:
                     self.in_order = False
                 else:
                     self.last_tag = tag
                 self.outstanding[tag] = delivery
         elif method in _SETTLE and from_client:
-            tag = row["delivery_tag"]
-            multiple = bool(row["multiple"]) and method != "basic.reject"
+            tag = row.delivery_tag
+            multiple = bool(row.multiple) and method != "basic.reject"
             if multiple and tag == 0:
                 covered = list(self.outstanding)
             elif multiple and self.in_order:
@@ -100,9 +100,9 @@ class DeliveryRules:
                 covered = [t for t in self.outstanding if t is not None and t <= tag]
             else:  # a tag not outstanding was delivered before the capture began
                 covered = [tag] if tag in self.outstanding else []
-            requeue = row["requeue"] if method != "basic.ack" else None
+            requeue = row.requeue if method != "basic.ack" else None
             for t in sorted(covered, key=_tag_order):
-                self._settled(self.outstanding.pop(t), _SETTLE[method], row["ts_ns"], requeue, multiple)
+                self._settled(self.outstanding.pop(t), _SETTLE[method], row.ts_ns, requeue, multiple)
 
     def end(self, closed_ns: int | None) -> None:
         """The connection ended; `closed_ns`: when a close method or the TCP end closed it (None
@@ -120,17 +120,20 @@ class DeliveryRules:
         self.outstanding.clear()
         self.last_tag, self.in_order = -1, True
 
-    def _delivery(self, row: dict, queue, message: dict) -> dict:
-        return {**where_from(row), "channel": row["channel"], "channel_instance": self.instance,
-                "method": row["method"],
-                "message_key": message_key(row["connection"], row["direction"], row["stream_offset"]),
-                "delivery_tag": row["delivery_tag"],
-                "consumer_tag": row["consumer_tag"], "queue": queue, "exchange": row["exchange"],
-                "routing_key": row["routing_key"], "redelivered": row["redelivered"],
-                "delivered_at": micros(row["ts_ns"]), "delivered_ns": row["ts_ns"],
-                "message_id": message.get("message_id"), "correlation_id": message.get("correlation_id"),
-                "app_id": message.get("app_id"), "body_size": message.get("body_size"),
-                "body_sha256": message.get("body_sha256")}
+    def _delivery(self, row: FrameRow, queue, message: MessageRow | None) -> dict:
+        delivery = {**where_from(row), "channel": row.channel, "channel_instance": self.instance,
+                    "method": row.method,
+                    "message_key": message_key(row.connection, row.direction, row.stream_offset),
+                    "delivery_tag": row.delivery_tag,
+                    "consumer_tag": row.consumer_tag, "queue": queue, "exchange": row.exchange,
+                    "routing_key": row.routing_key, "redelivered": row.redelivered,
+                    "delivered_at": micros(row.ts_ns), "delivered_ns": row.ts_ns,
+                    "message_id": None, "correlation_id": None, "app_id": None, "body_size": None,
+                    "body_sha256": None}
+        if message is not None:
+            delivery.update(message_id=message.message_id, correlation_id=message.correlation_id,
+                            app_id=message.app_id, body_size=message.body_size, body_sha256=message.body_sha256)
+        return delivery
 
     def _settled(self, delivery: dict, outcome: str, at_ns, requeue, multiple: bool) -> None:
         delivery.update(outcome=outcome, requeue=requeue, settled_at=micros(at_ns), settled_ns=at_ns,

@@ -1,5 +1,6 @@
 # Types for the compiled build of errors.py (Cython pure Python mode): the .py is the source.
 from amqp_decode.analytics.common cimport micros, side, where_from
+from amqp_decode.rows cimport FrameRow
 
 
 cdef tuple _CLOSES
@@ -9,4 +10,4 @@ cdef class ErrorRules:
     cdef public object naming
     cdef public object emit
 
-    cpdef method(self, dict row)
+    cpdef method(self, FrameRow row)

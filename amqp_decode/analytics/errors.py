@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from amqp_decode.analytics.common import Emit, micros, side, where_from
 from amqp_decode.analytics.naming import Naming
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import ERRORS
 
 CLOSES = ("connection.close", "channel.close")
@@ -19,20 +20,20 @@ class ErrorRules:
         self.naming = naming
         self.emit = emit
 
-    def method(self, row: dict) -> None:
-        method = row["method"]
+    def method(self, row: FrameRow) -> None:
+        method = row.method
         if method in _CLOSES:
-            if (row["reply_code"] or 0) in (0, 200):
+            if (row.reply_code or 0) in (0, 200):
                 return
-        elif method != "basic.return" and not (method == "basic.nack" and row["direction"] == "S>C"):
+        elif method != "basic.return" and not (method == "basic.nack" and row.direction == "S>C"):
             return
-        code = row["reply_code"]
+        code = row.reply_code
         name, code_class = self.naming.reply_codes.get(code, (None, None)) if code is not None else (None, None)
         self.emit(ERRORS, {
-            **where_from(row), "ts": micros(row["ts_ns"]), "ts_ns": row["ts_ns"], "channel": row["channel"],
-            "method": method, "initiator": side(row["direction"]),
+            **where_from(row), "ts": micros(row.ts_ns), "ts_ns": row.ts_ns, "channel": row.channel,
+            "method": method, "initiator": side(row.direction),
             "scope": "connection" if method == "connection.close" else "channel",
             "reply_code": code, "reply_name": None if method == "basic.nack" else name,
-            "code_class": code_class, "reply_text": row["reply_text"],
-            "failing_method": self.naming.method_name(row["failing_class_id"], row["failing_method_id"]),
-            "delivery_tag": row["delivery_tag"], "multiple": row["multiple"]})
+            "code_class": code_class, "reply_text": row.reply_text,
+            "failing_method": self.naming.method_name(row.failing_class_id, row.failing_method_id),
+            "delivery_tag": row.delivery_tag, "multiple": row.multiple})

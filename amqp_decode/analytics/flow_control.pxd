@@ -1,5 +1,6 @@
 # Types for the compiled build of flow_control.py (Cython pure Python mode): the .py is the source.
 from amqp_decode.analytics.common cimport arguments, micros, side, where_from
+from amqp_decode.rows cimport FrameRow
 
 
 cdef frozenset _EVENTS
@@ -9,4 +10,4 @@ cdef class FlowRules:
     cdef public object emit
     cdef public dict open
 
-    cpdef method(self, dict row)
+    cpdef method(self, FrameRow row)

@@ -7,6 +7,7 @@ next event of its channel and mechanism arrives, or when the connection ends."""
 from __future__ import annotations
 
 from amqp_decode.analytics.common import Emit, arguments, micros, side, where_from
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import FLOW_CONTROL
 
 EVENTS = frozenset({"channel.flow", "connection.blocked", "connection.unblocked"})
@@ -24,22 +25,22 @@ class FlowRules:
         self.emit = emit
         self.open: dict[tuple, dict] = {}  # (channel, mechanism) -> its last stop, not yet followed
 
-    def method(self, row: dict) -> None:
-        method = row["method"]
+    def method(self, row: FrameRow) -> None:
+        method = row.method
         if method not in _EVENTS:
             return
         if method == "channel.flow":
             mechanism, stops = "channel.flow", arguments(row).get("active") is False
         else:
             mechanism, stops = "connection.blocked", method == "connection.blocked"
-        key = (row["channel"], mechanism)
+        key = (row.channel, mechanism)
         previous = self.open.pop(key, None)
         if previous is not None:
-            self._emit(previous, None if stops else row["ts_ns"])
+            self._emit(previous, None if stops else row.ts_ns)
         if stops:
-            self.open[key] = {**where_from(row), "channel": row["channel"], "mechanism": mechanism,
-                              "initiator": side(row["direction"]), "reason": arguments(row).get("reason"),
-                              "started_ns": row["ts_ns"]}
+            self.open[key] = {**where_from(row), "channel": row.channel, "mechanism": mechanism,
+                              "initiator": side(row.direction), "reason": arguments(row).get("reason"),
+                              "started_ns": row.ts_ns}
 
     def end(self) -> None:
         for stop in self.open.values():

@@ -2,6 +2,7 @@
 # Every frame passes here: typed, the calls into the rules and their state are C calls.
 cimport cython
 from amqp_decode.analytics.common cimport where_from
+from amqp_decode.rows cimport FrameRow
 
 
 cdef class _Direction:
@@ -21,5 +22,5 @@ cdef class HeartbeatRules:
     cdef public object limit_ns
 
     @cython.locals(state=_Direction)
-    cpdef frame(self, dict row)
+    cpdef frame(self, FrameRow row)
     cpdef _silence(self, _Direction state, object silence)

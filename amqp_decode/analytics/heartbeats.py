@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 
 from amqp_decode.analytics.common import Emit, where_from
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import HEARTBEATS
 
 EARLY_SILENCES = 1024  # silences kept until the interval is known (the largest, if more)
@@ -20,8 +21,8 @@ EARLY_SILENCES = 1024  # silences kept until the interval is known (the largest,
 class _Direction:
     __slots__ = ("where", "frames", "heartbeats", "last_ns", "longest_ns", "long_silences", "early")
 
-    def __init__(self, row: dict) -> None:
-        self.where = {**where_from(row), "direction": row["direction"]}
+    def __init__(self, row: FrameRow) -> None:
+        self.where = {**where_from(row), "direction": row.direction}
         self.frames = self.heartbeats = 0
         self.last_ns: int | None = None
         self.longest_ns: int | None = None
@@ -51,15 +52,15 @@ class HeartbeatRules:
                 state.long_silences = sum(1 for s in state.early if s > self.limit_ns)
                 state.early = []
 
-    def frame(self, row: dict) -> None:
-        direction = row["direction"]
+    def frame(self, row: FrameRow) -> None:
+        direction = row.direction
         state = self.directions.get(direction)
         if state is None:
             state = self.directions[direction] = _Direction(row)
         state.frames += 1
-        if row["kind"] == "heartbeat":
+        if row.kind == "heartbeat":
             state.heartbeats += 1
-        ts = row["ts_ns"]
+        ts = row.ts_ns
         last = state.last_ns
         if last is None or ts > last:
             if last is not None:

@@ -1,7 +1,7 @@
 # Types for the compiled build of publishes.py (Cython pure Python mode): the .py is the source.
 cimport cython
 from amqp_decode.analytics.common cimport micros, where_from
-from amqp_decode.rows cimport message_key
+from amqp_decode.rows cimport FrameRow, MessageRow, message_key
 
 
 cdef frozenset _RELEVANT
@@ -29,8 +29,8 @@ cdef class PublishRules:
 
     cpdef _begin(self, int instance)
     @cython.locals(publish=_Publish, match=_Publish)
-    cpdef method(self, dict row, int instance, object message)
-    cpdef _publish(self, dict row, object message)
+    cpdef method(self, FrameRow row, int instance, MessageRow message)
+    cpdef _publish(self, FrameRow row, MessageRow message)
     cpdef _expire_returns(self, object now_ns)
     cpdef _release(self, _Publish publish)
     cpdef _maybe_final(self, _Publish publish)

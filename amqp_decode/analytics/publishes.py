@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros, where_from
-from amqp_decode.rows import message_key
+from amqp_decode.rows import FrameRow, MessageRow, message_key
 from amqp_decode.tables import PUBLISHES
 
 RELEVANT = frozenset({"channel.open", "channel.close", "channel.close-ok", "confirm.select", "tx.select",
@@ -62,13 +62,13 @@ class PublishRules:
         self.returnable: deque[_Publish] = deque()  # mandatory publishes not returned yet
         self.in_tx: list[_Publish] = []  # publishes of the open transaction
 
-    def method(self, row: dict, instance: int, message: dict | None) -> None:
-        method = row["method"]
+    def method(self, row: FrameRow, instance: int, message: MessageRow | None) -> None:
+        method = row.method
         if method not in _RELEVANT:
             return
-        from_client = row["direction"] == CLIENT_TO_SERVER
+        from_client = row.direction == CLIENT_TO_SERVER
         if self.returnable:
-            self._expire_returns(row["ts_ns"])
+            self._expire_returns(row.ts_ns)
         if method in _LIFETIME_ENDS:
             self.end()
             self._begin(instance if method == "channel.open" else self.instance)
@@ -88,16 +88,16 @@ class PublishRules:
         elif method == "basic.return" and not from_client:
             match = None
             for publish in self.returnable:  # (a loop, not next(generator): compiled, no closure)
-                if publish.row["exchange"] == row["exchange"] and publish.row["routing_key"] == row["routing_key"]:
+                if publish.row["exchange"] == row.exchange and publish.row["routing_key"] == row.routing_key:
                     match = publish
                     break
             if match is not None:
                 self.returnable.remove(match)
-                match.row.update(returned=True, return_code=row["reply_code"], return_text=row["reply_text"])
+                match.row.update(returned=True, return_code=row.reply_code, return_text=row.reply_text)
                 match.returnable = False
                 self._maybe_final(match)
         elif method in ("basic.ack", "basic.nack") and not from_client and self.confirming:
-            tag, multiple = row["delivery_tag"], bool(row["multiple"])
+            tag, multiple = row.delivery_tag, bool(row.multiple)
             if multiple:
                 covered = []
                 for seq in self.outstanding:  # sequence numbers grow: a prefix
@@ -109,9 +109,9 @@ class PublishRules:
             outcome = "ack" if method == "basic.ack" else "nack"
             for seq in covered:
                 publish = self.outstanding.pop(seq)
-                publish.row.update(confirm_outcome=outcome, confirmed_at=micros(row["ts_ns"]), confirmed_ns=row["ts_ns"],
+                publish.row.update(confirm_outcome=outcome, confirmed_at=micros(row.ts_ns), confirmed_ns=row.ts_ns,
                                    confirmed_by_multiple=multiple,
-                                   confirm_latency_ms=(row["ts_ns"] - publish.row["published_ns"]) / 1e6)
+                                   confirm_latency_ms=(row.ts_ns - publish.row["published_ns"]) / 1e6)
                 publish.confirm = False
                 if publish.returnable:  # confirmed without a return first: it will not come back
                     self.returnable.remove(publish)
@@ -132,16 +132,18 @@ class PublishRules:
             self._maybe_final(publish)
         self.outstanding, self.in_tx, self.returnable = {}, [], deque()
 
-    def _publish(self, row: dict, message: dict | None) -> None:
-        message = message or {}
+    def _publish(self, row: FrameRow, message: MessageRow | None) -> None:
+        known = message is not None
         publish = _Publish({
-            **where_from(row), "channel": row["channel"], "channel_instance": self.instance,
-            "message_key": message_key(row["connection"], row["direction"], row["stream_offset"]),
-            "published_at": micros(row["ts_ns"]), "published_ns": row["ts_ns"], "exchange": row["exchange"],
-            "routing_key": row["routing_key"], "mandatory": row["mandatory"],
-            "message_id": message.get("message_id"), "correlation_id": message.get("correlation_id"),
-            "body_size": message.get("body_size"), "body_sha256": message.get("body_sha256"),
-            "app_id": message.get("app_id"), "confirm_seq": None, "confirm_outcome": None, "confirmed_at": None,
+            **where_from(row), "channel": row.channel, "channel_instance": self.instance,
+            "message_key": message_key(row.connection, row.direction, row.stream_offset),
+            "published_at": micros(row.ts_ns), "published_ns": row.ts_ns, "exchange": row.exchange,
+            "routing_key": row.routing_key, "mandatory": row.mandatory,
+            "message_id": message.message_id if known else None,
+            "correlation_id": message.correlation_id if known else None,
+            "body_size": message.body_size if known else None, "body_sha256": message.body_sha256 if known else None,
+            "app_id": message.app_id if known else None, "confirm_seq": None, "confirm_outcome": None,
+            "confirmed_at": None,
             "confirmed_ns": None, "confirm_latency_ms": None,
             "confirmed_by_multiple": None, "returned": False, "return_code": None, "return_text": None,
             "tx_outcome": None})
@@ -153,7 +155,7 @@ class PublishRules:
         if self.transactional:
             publish.tx = True
             self.in_tx.append(publish)
-        if row["mandatory"]:
+        if row.mandatory:
             publish.returnable = True
             self.returnable.append(publish)
             if len(self.returnable) > self.return_window:

@@ -1,5 +1,6 @@
 # Types for the compiled build of rpc_calls.py (Cython pure Python mode): the .py is the source.
 from amqp_decode.analytics.common cimport micros, side, where_from
+from amqp_decode.rows cimport FrameRow
 
 
 cdef tuple _CLOSES
@@ -12,5 +13,5 @@ cdef class RpcRules:
     cdef public list pending
     cdef public list early
 
-    cpdef method(self, dict row, int instance)
+    cpdef method(self, FrameRow row, int instance)
     cpdef _answer(self, dict call, object reply, object at_ns, str outcome, object code, object text)

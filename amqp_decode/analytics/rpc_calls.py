@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from amqp_decode.analytics.common import Emit, micros, side, where_from
 from amqp_decode.analytics.naming import Naming
+from amqp_decode.rows import FrameRow
 from amqp_decode.tables import RPC_CALLS
 
 CLOSES = ("channel.close", "connection.close")
@@ -38,8 +39,8 @@ class RpcRules:
         self.pending: list[dict] = []  # requests awaiting a reply, oldest first
         self.early: list[tuple[str, str, int]] = []  # replies no pending request wanted: (method, side, ts)
 
-    def method(self, row: dict, instance: int) -> None:
-        method, requester = row["method"], side(row["direction"])
+    def method(self, row: FrameRow, instance: int) -> None:
+        method, requester = row.method, side(row.direction)
         responses = self.naming.responses
         if method == "channel.open":
             for call in self.pending:
@@ -55,18 +56,18 @@ class RpcRules:
                 break
         if answered is not None:
             self.pending.remove(answered)
-            self._answer(answered, method, row["ts_ns"], "ok", None, None)
-        elif method in _CLOSES and (row["reply_code"] or 0) not in (0, 200):
+            self._answer(answered, method, row.ts_ns, "ok", None, None)
+        elif method in _CLOSES and (row.reply_code or 0) not in (0, 200):
             for call in [p for p in self.pending if p["requester"] != requester]:
                 self.pending.remove(call)
-                self._answer(call, method, row["ts_ns"], "error", row["reply_code"], row["reply_text"])
+                self._answer(call, method, row.ts_ns, "error", row.reply_code, row.reply_text)
         elif method in self.naming.replies and method not in responses:  # a reply nobody asked for (yet)
-            self.early.append((method, requester, row["ts_ns"]))
+            self.early.append((method, requester, row.ts_ns))
             if len(self.early) > EARLY_LIMIT:
                 del self.early[0]
-        if method in responses and not row["no_wait"] and not (method == "basic.cancel" and requester == "server"):
-            call = {**where_from(row), "channel": row["channel"], "channel_instance": self.instance,
-                    "requester": requester, "request": method, "request_ns": row["ts_ns"]}
+        if method in responses and not row.no_wait and not (method == "basic.cancel" and requester == "server"):
+            call = {**where_from(row), "channel": row.channel, "channel_instance": self.instance,
+                    "requester": requester, "request": method, "request_ns": row.ts_ns}
             reply = None
             for early in self.early:
                 if early[1] != requester and early[0] in responses[method]:

@@ -16,7 +16,7 @@ def test_columns_hold_every_rows_values_in_order():
     names = ("date", *FRAMES.arrow().names, "not_a_column")
     buffer = ColumnBuffer(names)
     for row in rows:
-        buffer.add(row)
+        buffer.add(row.as_dict())
     assert buffer.size == len(rows) > 20
     columns = buffer.take()
     assert len(columns) == len(names)
@@ -89,14 +89,26 @@ def test_rows_in_column_order_out_of_order_or_with_other_keys_all_land_right():
     assert buffer.take() == [[row.get(name) for row in rows] for name in names]
 
 
-def test_frame_rows_come_in_the_frames_columns_order():
-    """RawRows builds every frames row with its keys in the table's column order (what lets the
-    buffer read it in one walk), whatever the frame's kind."""
+def test_typed_rows_give_their_values_in_the_tables_column_order():
+    """A frames or messages row gives its values in its table's column order (what the writer's
+    buffer takes them in, ColumnBuffer.add_values), whatever the frame's kind: every column, and
+    each value the one its field holds."""
+    from amqp_decode.rows import FRAME_FIELDS, MESSAGE_FIELDS
+    from amqp_decode.tables import MESSAGES
     path = next(p for p in EXPECTED if p.name == "returns_nack_reject.expected.json")
     builder = RawRows("run-1")
-    rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
-    assert {row["kind"] for row in rows} >= {"method", "header", "body", "protocol-header"}
-    assert all(list(row) == FRAMES.arrow().names for row in rows)
+    records = [r for r in decoded(path)[1] if r["kind"] != "issue"]
+    rows = [builder.frame_row(r) for r in records]
+    messages = [builder.message_row(r) for r in records if "message" in r]
+    assert {row.kind for row in rows} >= {"method", "header", "body", "protocol-header"} and messages
+    assert FRAME_FIELDS == tuple(FRAMES.arrow().names) and MESSAGE_FIELDS == tuple(MESSAGES.arrow().names)
+    for row, fields in [(row, FRAME_FIELDS) for row in rows] + [(row, MESSAGE_FIELDS) for row in messages]:
+        assert row.column_values() == tuple(getattr(row, name) for name in fields)
+    # each position is its own column: a distinct value put in every field comes back in its place
+    for row, fields in ((rows[0], FRAME_FIELDS), (messages[0], MESSAGE_FIELDS)):
+        for i, name in enumerate(fields):
+            setattr(row, name, f"value-{i}")
+        assert row.column_values() == tuple(f"value-{i}" for i in range(len(fields)))
 
 
 def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_some():

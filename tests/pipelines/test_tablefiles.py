@@ -23,11 +23,11 @@ def test_files_hold_the_rows_per_date_in_order(tmp_path, batch_rows):
     builder = RawRows("run-1")
     rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
     for seq, row in enumerate(rows):
-        row["connection_seq"] = seq
+        row.connection_seq = seq
     # A night that crosses midnight: every third row a day later, interleaved with the others.
-    later = rows[0]["date"] + datetime.timedelta(days=1)
+    later = rows[0].date + datetime.timedelta(days=1)
     for row in rows[::3]:
-        row["date"] = later
+        row.date = later
     writer = TableFiles(str(tmp_path), "run-1", batch_rows=batch_rows)
     for row in rows:
         writer.add(FRAMES, row)
@@ -37,7 +37,7 @@ def test_files_hold_the_rows_per_date_in_order(tmp_path, batch_rows):
         written = [f for f in files if f["date"] == day.isoformat()]
         assert len(written) == 1 and written[0]["path"].startswith(f"date={day.isoformat()}/")
         table = pq.read_table(tmp_path / "frames" / written[0]["path"])
-        expected = rows_to_batch(FRAMES, [r for r in rows if r["date"] == day], {"run_id": "run-1"},
+        expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows if r.date == day], {"run_id": "run-1"},
                                  without=("date",))
         assert table.schema.equals(FRAMES.arrow(("date",)))
         assert table.equals(pa.Table.from_batches([expected]))
@@ -51,9 +51,9 @@ def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
     path = next(p for p in EXPECTED if p.name == "confirms.expected.json")
     rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] == "method"][:5]
     for seq, row in enumerate(rows):
-        row["connection_seq"] = seq
-        row["queue"] = row["exchange_type"] = None
-    rows[2]["queue"] = "orders"  # null, null, "orders", null, null
+        row.connection_seq = seq
+        row.queue = row.exchange_type = None
+    rows[2].queue = "orders"  # null, null, "orders", null, null
     writer = TableFiles(str(tmp_path), "run-1", batch_rows=5)
     for row in rows:
         writer.add(FRAMES, row)
@@ -62,7 +62,8 @@ def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
     assert table.column("queue").to_pylist() == [None, None, "orders", None, None]
     assert table.column("exchange_type").null_count == 5
     assert table.column("run_id").to_pylist() == ["run-1"] * 5
-    assert table.equals(pa.Table.from_batches([rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))]))
+    assert table.equals(pa.Table.from_batches([rows_to_batch(FRAMES, [r.as_dict() for r in rows], {"run_id": "run-1"},
+                                                             without=("date",))]))
 
 
 def _frames_of_one_day():
@@ -70,8 +71,8 @@ def _frames_of_one_day():
     builder = RawRows("run-1")
     rows = [builder.frame_row(r) for r in decoded(path)[1] if r["kind"] != "issue"]
     for seq, row in enumerate(rows):
-        row["connection_seq"] = seq
-        row["date"] = rows[0]["date"]
+        row.connection_seq = seq
+        row.date = rows[0].date
     return rows
 
 
@@ -81,7 +82,7 @@ def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
     with its own row count and captures."""
     rows = _frames_of_one_day()
     for seq, row in enumerate(rows):
-        row["source"] = f"file:///night/{seq // 40}.pcap"  # frames are replaced by the file that made them
+        row.source = f"file:///night/{seq // 40}.pcap"  # frames are replaced by the file that made them
     assert len(rows) > 100
     writer = TableFiles(str(tmp_path), "run-1", batch_rows=7, file_rows=30)
     for row in rows:
@@ -90,7 +91,7 @@ def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
     assert len(files) == -(-len(rows) // 35)  # whole batches of 7: a file closes at 35 rows
     tables = [pq.read_table(tmp_path / "frames" / f["path"]) for f in files]
     assert [f["rows"] for f in files] == [t.num_rows for t in tables]
-    expected = rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))
+    expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows], {"run_id": "run-1"}, without=("date",))
     assert pa.concat_tables(tables).equals(pa.Table.from_batches([expected]))
     for f, table in zip(files, tables):
         assert sorted(json.loads(f["captures"])) == sorted(set(table.column("source").to_pylist()))
@@ -112,7 +113,7 @@ def test_batches_are_held_as_arrow_until_a_row_group_is_big_enough(tmp_path, mon
     metadata = pq.read_metadata(tmp_path / "frames" / written["path"])
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     assert sizes[:-1] == [groups_of] * (len(sizes) - 1) and 0 < sizes[-1] <= groups_of and sum(sizes) == len(rows)
-    expected = rows_to_batch(FRAMES, rows, {"run_id": "run-1"}, without=("date",))
+    expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows], {"run_id": "run-1"}, without=("date",))
     assert pq.read_table(tmp_path / "frames" / written["path"]).equals(pa.Table.from_batches([expected]))
     # the statistics come from the footer the writer wrote: the same as the file's, read back
     assert json.loads(written["stats"]) == tablefiles.stats(metadata) and written["rows"] == len(rows)
