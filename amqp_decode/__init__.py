@@ -7,7 +7,7 @@ __version__ = "0.2.0"
 import os as _os
 
 # The modules a C compiler turns into extensions (setup.py): the same .py files, typed by their .pxd.
-HOT_MODULES = ("packets", "tcp", "frames", "stream", "codec", "fields", "fieldtable", "decoder", "rows", "tabulate",
+HOT_MODULES = ("packets", "tcp", "frames", "record", "stream", "codec", "fields", "fieldtable", "decoder", "rows", "tabulate",
                "stream_index", "frame_start", "columns", "carry", "bucketing", "arrow_layout",
                "capture.pcap", "capture.pcapng", "capture.source", "capture.boundaries",
                "analytics.connection", "analytics.deliveries", "analytics.publishes", "analytics.rpc_calls",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple
 
 from amqp_decode.decoder import SegmentDecoder
+from amqp_decode.record import Record, new_record
 from amqp_decode.rows import FrameRow
 from amqp_decode.settings import Settings
 from amqp_decode.state import SavedState, continues, load, restore, save, tuple_key
@@ -107,7 +108,7 @@ class CarryingDecoder:
         self.source = closing_source
         record = self.tabulator.record
         for item in self.decoder.finish():
-            self.provisional = item.get("connection") in carried
+            self.provisional = item.connection in carried
             record(item)
         self.provisional = False
         return states
@@ -145,12 +146,12 @@ class CarryingDecoder:
         self.resumed.append(Resumption(amqp.id, state.source, segment.ts_ns, capture))
 
 
-def _issue(amqp, segment, state: SavedState, why: str, capture: str | None) -> dict:
+def _issue(amqp, segment, state: SavedState, why: str, capture: str | None) -> Record:
     ts = segment.ts_ns
-    return {"ts": ts / 1e9, "ts_ns": ts, "ts_last_ns": ts, "capture": capture, "pcap_record": segment.record or None,
-            "pcap_record_last": segment.record or None, "tcp_stream": segment.stream if segment.stream >= 0 else None,
-            "connection": amqp.id,
-            "client": None, "server": None, "dir": None, "channel": None, "kind": "issue", "offset": None,
-            "size": 0, "issue_kind": NOT_RESUMED,
-            "detail": f"connection {state.connection} saved by {state.source} was not resumed: {why}; this "
-                      "traffic starts a new connection", "bytes_skipped": 0}
+    record = new_record("issue", ts, ts, capture, segment.record or None, segment.record or None,
+                        segment.stream if segment.stream >= 0 else None, amqp.id, None, None, None, None, None, 0)
+    record.issue_kind = NOT_RESUMED
+    record.detail = (f"connection {state.connection} saved by {state.source} was not resumed: {why}; this traffic "
+                     "starts a new connection")
+    record.bytes_skipped = 0
+    return record

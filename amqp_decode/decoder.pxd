@@ -4,12 +4,13 @@ cimport cython
 from amqp_decode.tcp cimport TcpTracker
 from amqp_decode.packets cimport PacketParser, Segment
 from amqp_decode.stream_index cimport FileStreams
+from amqp_decode.record cimport Record
 
 
 cdef long long BATCH_RECORDS, BATCH_NS
 
 
-@cython.locals(record=dict, ended=bint)
+@cython.locals(record=Record, ended=bint)
 cpdef bint count_kinds(list records, dict counts, object stats)
 
 

@@ -25,7 +25,8 @@ from amqp_decode.codec import Codec
 from amqp_decode.packets import PacketParser, format_endpoint
 from amqp_decode.spec import BUNDLED, load_spec
 from amqp_decode.settings import Settings
-from amqp_decode.stream import CONNECTION_END, AmqpConnection, StreamOptions
+from amqp_decode.record import CAPTURE_ISSUE, CONNECTION_END, Record, new_record
+from amqp_decode.stream import AmqpConnection, StreamOptions
 from amqp_decode.stream_index import FileStreams
 from amqp_decode.tcp import TcpConnection, TcpTracker
 
@@ -97,7 +98,7 @@ class SegmentDecoder:
         self.codecs = codecs_for(tuple(sorted(settings.decode.specs.items())), settings.decode.field_table_dialect)
         self.capture_names = capture_names
         self.on_connection_end = on_connection_end
-        self.out: list[dict] = []
+        self.out: list[Record] = []
         self.tracker = TcpTracker(self._new_connection, settings.reassembly.window_bytes,
                                   int(settings.reassembly.close_grace_seconds * 1e9))
 
@@ -106,17 +107,17 @@ class SegmentDecoder:
         return AmqpConnection(tcp, connection_id(a, b, tcp.first_ts_ns), self.codecs, self.options,
                               self.out, self.capture_names, on_end=self.on_connection_end)
 
-    def feed(self, segment, capture_index: int) -> list[dict]:
+    def feed(self, segment, capture_index: int) -> list[Record]:
         """Records completed by this segment (often none)."""
         self.tracker.segment(segment, capture_index)
         return self._take() if self.out else []
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[Record]:
         """End of input: every open connection ends; the records that completes."""
         self.tracker.finish()
         return self._take()
 
-    def _take(self) -> list[dict]:
+    def _take(self) -> list[Record]:
         records, self.out[:] = self.out[:], []
         return records
 
@@ -139,13 +140,13 @@ class CaptureDecoder:
         self.now_ns: int | None = None
         self.segments: SegmentDecoder | None = None
 
-    def decode(self, inputs: Iterable[str], ends: bool = False) -> Iterator[dict]:
+    def decode(self, inputs: Iterable[str], ends: bool = False) -> Iterator[Record]:
         """Records of every connection in the inputs. `ends`: also each connection's
         CONNECTION_END record (its summary), after its last record."""
         for records in self.batches(inputs, ends):
             yield from records
 
-    def batches(self, inputs: Iterable[str], ends: bool = False) -> Iterator[list[dict]]:
+    def batches(self, inputs: Iterable[str], ends: bool = False) -> Iterator[list[Record]]:
         """decode()'s records, in lists completed by consecutive packets (PacketFeed says how many),
         then by the end of input. Between two lists, `now_ns` is the time of the last packet
         decoded, which completed the list (and ended its connections, if the list ends any), and
@@ -185,10 +186,10 @@ class CaptureDecoder:
         stats.skipped_packets.update(parser.skipped)
         stats.records.update(self._kinds)
 
-    def _count(self, records: list[dict]) -> list[dict]:
+    def _count(self, records: list[Record]) -> list[Record]:
         ended = count_kinds(records, self._kinds, self.stats)
         if ended and not self._ends:
-            return [r for r in records if r["kind"] != CONNECTION_END]
+            return [r for r in records if r.kind != CONNECTION_END]
         return records
 
     def _count_connection(self, connection: AmqpConnection) -> None:
@@ -220,16 +221,16 @@ class CaptureDecoder:
         return opened
 
 
-def count_kinds(records: list[dict], counts: dict[str, int], stats: DecodeStats) -> bool:
+def count_kinds(records: list[Record], counts: dict[str, int], stats: DecodeStats) -> bool:
     """Adds `records` to `counts` by kind (their issues to `stats`, by issue kind and bytes skipped),
     a connection's end record aside: whether one was there. (A function, so that compiled its
-    dictionaries are typed: every record of `amqpcap decode` passes it.)"""
+    dictionaries and records are typed: every record of `amqpcap decode` passes it.)"""
     ended = False
     for record in records:
-        kind = record["kind"]
+        kind = record.kind
         if kind == "issue":
-            stats.issues[record["issue_kind"]] += 1
-            stats.bytes_skipped += record["bytes_skipped"]
+            stats.issues[record.issue_kind] += 1
+            stats.bytes_skipped += record.bytes_skipped
         elif kind == CONNECTION_END:
             ended = True
             continue
@@ -237,17 +238,22 @@ def count_kinds(records: list[dict], counts: dict[str, int], stats: DecodeStats)
     return ended
 
 
-def capture_issues(info: CaptureInfo, reported: list[int], index: int, ts: int | None) -> list[dict]:
+def capture_issues(info: CaptureInfo, reported: list[int], index: int, ts: int | None) -> list[Record]:
     """Damage to the capture file itself, as issue records (not tied to a connection), timed by
     the packet read right after it (or the file's last one)."""
     new = info.issues[reported[index]:]
     reported[index] = len(info.issues)
-    return [{"ts": ts / 1e9 if ts is not None else None, "ts_ns": ts, "ts_last_ns": ts, "capture": info.path,
-             "pcap_record": None, "pcap_record_last": None, "tcp_stream": None,
-             "connection": None, "client": None, "server": None, "dir": None, "channel": None, "kind": "issue",
-             "offset": None, "size": 0, "issue_kind": issue.kind, "detail": issue.detail,
-             "bytes_skipped": issue.bytes_skipped, "file_offset": issue.offset,
-             "file_end_offset": issue.end_offset} for issue in new]
+    records = []
+    for issue in new:
+        record = new_record("issue", ts, ts, info.path, None, None, None, None, None, None, None, None, None, 0)
+        record.issue_kind = issue.kind
+        record.detail = issue.detail
+        record.bytes_skipped = issue.bytes_skipped
+        record.file_offset = issue.offset
+        record.file_end_offset = issue.end_offset
+        record.shape = CAPTURE_ISSUE
+        records.append(record)
+    return records
 
 
 class PacketFeed:
@@ -279,11 +285,11 @@ class PacketFeed:
         self.packets = 0
         self.tcp_segments = 0
         self.ts_ns = 0
-        self.held: list[dict] = []  # the records of the batch being gathered
+        self.held: list[Record] = []  # the records of the batch being gathered
         self.held_since = 0  # the time of the packet that began it
         self.ended = 0  # connections the tracker had ended when the last batch was taken
 
-    def run(self, packets) -> Iterator[list[dict]]:
+    def run(self, packets) -> Iterator[list[Record]]:
         """Packets of several files: (ts_ns, file index, record number in the file, link type, bytes)."""
         for ts_ns, index, number, link_type, data in packets:
             if self.packet(ts_ns, index, number, link_type, data):
@@ -291,7 +297,7 @@ class PacketFeed:
         if self.held:
             yield self.take()
 
-    def run_file(self, index: int, first: tuple, rest) -> Iterator[list[dict]]:
+    def run_file(self, index: int, first: tuple, rest) -> Iterator[list[Record]]:
         """The packets of one file, numbered here: its first record, then the records after it."""
         ts_ns, link_type, data = first
         if self.packet(ts_ns, index, 1, link_type, data):
@@ -326,7 +332,7 @@ class PacketFeed:
         return len(held) > 0 and (len(held) >= BATCH_RECORDS or ts_ns - self.held_since >= BATCH_NS
                                   or self.segments.tracker.ended != self.ended)
 
-    def take(self) -> list[dict]:
+    def take(self) -> list[Record]:
         """The batch gathered; the next one starts."""
         records = self.held
         self.held = []

@@ -15,6 +15,7 @@ cpdef object _date(long long ts_ns)
 
 
 from amqp_decode.columns cimport TypedRow
+from amqp_decode.record cimport Record
 
 
 cdef class _Row(TypedRow):
@@ -56,9 +57,9 @@ cdef class RawRows:
     cdef public object run_id
 
     @cython.locals(row=FrameRow, args=dict)
-    cpdef FrameRow frame_row(self, dict record)
+    cpdef FrameRow frame_row(self, Record record)
     @cython.locals(row=MessageRow, args=dict, message=dict, properties=dict)
-    cpdef MessageRow message_row(self, dict record)
-    cpdef dict _common(self, dict record, dict template)
-    cpdef dict issue_row(self, dict record)
+    cpdef MessageRow message_row(self, Record record)
+    @cython.locals(row=dict)
+    cpdef dict issue_row(self, Record record)
     cpdef dict stream_row(self, dict summary)

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 
 from amqp_decode.columns import TypedRow
+from amqp_decode.record import Record
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES
 
@@ -244,33 +245,33 @@ class RawRows:
     def __init__(self, run_id: str | None = None) -> None:
         self.run_id = run_id
 
-    def frame_row(self, record: dict) -> FrameRow:
-        kind = record["kind"]
+    def frame_row(self, record: Record) -> FrameRow:
+        kind = record.kind
         row = FrameRow.__new__(FrameRow)
-        ts_ns = record["ts_ns"]
+        ts_ns = record.ts_ns
         row.date = _date(ts_ns or 0)
-        row.connection = record["connection"]
-        row.capture = record["capture"]
-        row.pcap_record = record.get("pcap_record")
-        row.pcap_record_last = record.get("pcap_record_last")
-        row.tcp_stream = record.get("tcp_stream")
+        row.connection = record.connection
+        row.capture = record.capture
+        row.pcap_record = record.pcap_record
+        row.pcap_record_last = record.pcap_record_last
+        row.tcp_stream = record.tcp_stream
         row.ts = ts_ns // 1000 if ts_ns is not None else None
         row.ts_ns = ts_ns
-        row.ts_last_ns = record["ts_last_ns"]
-        row.client = record["client"]
-        row.server = record["server"]
-        row.direction = record["dir"]
-        row.channel = record["channel"]
+        row.ts_last_ns = record.ts_last_ns
+        row.client = record.client
+        row.server = record.server
+        row.direction = record.dir
+        row.channel = record.channel
         row.kind = kind
-        row.stream_offset = record["offset"]
-        row.frame_bytes = record["size"]
+        row.stream_offset = record.offset
+        row.frame_bytes = record.size
         row.run_id = self.run_id
         if kind == "method":
-            args = record["args"]
-            method = record["method"]
+            args = record.args
+            method = record.method
             row.method = method
-            row.class_id = record["class_id"]
-            row.method_id = record["method_id"]
+            row.class_id = record.class_id
+            row.method_id = record.method_id
             row.args_json = to_json(args)
             for name, value in args.items():
                 plan = _ARGUMENTS.get(name)
@@ -280,38 +281,38 @@ class RawRows:
                 row.failing_class_id = args.get("class_id")
                 row.failing_method_id = args.get("method_id")
         elif kind == "header":
-            row.class_id = record["class_id"]
-            row.body_size = _int64(record["body_size"])
-            row.properties_json = to_json(record["properties"])
+            row.class_id = record.class_id
+            row.body_size = _int64(record.body_size)
+            row.properties_json = to_json(record.properties)
         elif kind == "protocol-header":
-            row.protocol_version = record["version"]
-            row.protocol_header = record["protocol_header"]
+            row.protocol_version = record.version
+            row.protocol_header = record.protocol_header
         return row
 
-    def message_row(self, record: dict) -> MessageRow:
+    def message_row(self, record: Record) -> MessageRow:
         row = MessageRow.__new__(MessageRow)
-        ts_ns = record["ts_ns"]
-        connection, direction, offset = record["connection"], record["dir"], record["offset"]
+        ts_ns = record.ts_ns
+        connection, direction, offset = record.connection, record.dir, record.offset
         row.date = _date(ts_ns or 0)
         row.connection = connection
-        row.capture = record["capture"]
-        row.pcap_record = record.get("pcap_record")
-        row.pcap_record_last = record.get("pcap_record_last")
-        row.tcp_stream = record.get("tcp_stream")
+        row.capture = record.capture
+        row.pcap_record = record.pcap_record
+        row.pcap_record_last = record.pcap_record_last
+        row.tcp_stream = record.tcp_stream
         row.ts = ts_ns // 1000 if ts_ns is not None else None
         row.ts_ns = ts_ns
-        row.client = record["client"]
-        row.server = record["server"]
+        row.client = record.client
+        row.server = record.server
         row.direction = direction
-        row.channel = record["channel"]
+        row.channel = record.channel
         row.stream_offset = offset
         row.run_id = self.run_id
         row.message_key = message_key(connection, direction, offset)
-        args, message = record["args"], record["message"]
+        args, message = record.args, record.message
         properties = message.get("properties") or {}
         headers = properties.get("headers")
         timestamp = properties.get("timestamp")
-        row.method = record["method"]
+        row.method = record.method
         row.exchange = args.get("exchange")
         row.routing_key = args.get("routing_key")
         row.delivery_tag = _int64(args.get("delivery_tag"))
@@ -346,31 +347,27 @@ class RawRows:
             row.app_id = properties.get("app_id")
         return row
 
-    def _common(self, record: dict, template: dict) -> dict:
-        row = template.copy()
-        ts_ns = record["ts_ns"]
+    def issue_row(self, record: Record) -> dict:
+        row = _ISSUE.copy()
+        ts_ns = record.ts_ns
         row["date"] = _date(ts_ns or 0)
-        row["connection"] = record["connection"]
-        row["capture"] = record["capture"]
-        row["pcap_record"] = record.get("pcap_record")
-        row["pcap_record_last"] = record.get("pcap_record_last")
-        row["tcp_stream"] = record.get("tcp_stream")
+        row["connection"] = record.connection
+        row["capture"] = record.capture
+        row["pcap_record"] = record.pcap_record
+        row["pcap_record_last"] = record.pcap_record_last
+        row["tcp_stream"] = record.tcp_stream
         row["ts"] = ts_ns // 1000 if ts_ns is not None else None
         row["ts_ns"] = ts_ns
-        row["client"] = record["client"]
-        row["server"] = record["server"]
-        row["direction"] = record["dir"]
-        row["channel"] = record["channel"]
-        row["stream_offset"] = record["offset"]
+        row["client"] = record.client
+        row["server"] = record.server
+        row["direction"] = record.dir
+        row["channel"] = record.channel
+        row["stream_offset"] = record.offset
         row["run_id"] = self.run_id
-        return row
-
-    def issue_row(self, record: dict) -> dict:
-        row = self._common(record, _ISSUE)
-        row["issue_kind"] = record["issue_kind"]
-        row["detail"] = record["detail"]
-        row["bytes_skipped"] = record["bytes_skipped"]
-        row["file_offset"] = record.get("file_offset")
+        row["issue_kind"] = record.issue_kind
+        row["detail"] = record.detail
+        row["bytes_skipped"] = record.bytes_skipped
+        row["file_offset"] = record.file_offset
         return row
 
     def stream_row(self, summary: dict) -> dict:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from amqp_decode.packets import Segment, format_endpoint
 from amqp_decode.frame_start import frame_start_for
+from amqp_decode.record import as_record
 from amqp_decode.stream import READER_STATES, AmqpConnection, FrameReader, _Content
 from amqp_decode.tcp import NONE, SEQ_MOD, TCP_SYN, HalfStream
 
@@ -66,7 +67,8 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
                 "halves": [_half(h, name) for h in tcp.halves]},
         "amqp": {"id": connection.id, "version": connection.version, "client": connection.client,
                  "client_reason": connection.client_reason, "status": connection.status,
-                 "pending": connection.pending, "ignored_bytes": connection.ignored_bytes,
+                 "pending": [(direction, record.as_dict()) for direction, record in connection.pending],
+                 "ignored_bytes": connection.ignored_bytes,
                  "first_capture": name(connection.first_capture),
                  "contents": {key: _content(c) for key, c in connection.contents.items()},
                  "readers": [_reader(r, name) for r in connection.readers]},
@@ -123,7 +125,8 @@ def _holds_credentials(reader: FrameReader) -> bool:
 
 
 def _content(content: _Content) -> dict:
-    return {"records": content.records, "body_size": content.body_size, "received": content.received,
+    return {"records": [record.as_dict() for record in content.records], "body_size": content.body_size,
+            "received": content.received,
             "frames": content.frames, "intact": content.intact,
             "body": bytes(content.body) if content.body is not None else None,
             "received_bytes": bytes(content.received_bytes) if content.received_bytes is not None else None}
@@ -199,14 +202,15 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
     connection.first_capture = index(amqp["first_capture"])
     if amqp["client"] is not None:
         connection._decide_client(1 - amqp["client"] if flipped else amqp["client"], amqp["client_reason"])
-    connection.pending = [((1 - d) if flipped else d, record) for d, record in amqp["pending"]]
+    connection.pending = [((1 - d) if flipped else d, as_record(record)) for d, record in amqp["pending"]]
     connection.contents = {}
     for (direction, channel), state in amqp["contents"].items():
         hasher = None
         if state["received_bytes"] is not None:  # the hash resumes from the body so far
             hasher = hashlib.sha256(state["received_bytes"])
+        records = [as_record(record) for record in state["records"]]
         connection.contents[((1 - direction) if flipped else direction, channel)] = _Content(
-            records=state["records"], method=state["records"][0], body_size=state["body_size"],
+            records=records, method=records[0], body_size=state["body_size"],
             received=state["received"], frames=state["frames"], intact=state["intact"], hasher=hasher,
             body=bytearray(state["body"]) if state["body"] is not None else None,
             received_bytes=bytearray(state["received_bytes"]) if state["received_bytes"] is not None

@@ -3,6 +3,7 @@ cimport cython
 from amqp_decode.codec cimport Codec
 from amqp_decode.frame_start cimport FrameStart
 from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, ContentBody
+from amqp_decode.record cimport Record, add_message, end_record, new_record
 from amqp_decode.tcp cimport StreamSink, TcpConnection
 
 cdef int START, FRAMES, RESYNC, BODY, SKIP
@@ -15,7 +16,7 @@ cdef class StreamOptions
 
 cdef class _Content:
     cdef public list records
-    cdef public dict method
+    cdef public Record method
     cdef public object body_size
     cdef public long long received
     cdef public long long frames
@@ -120,16 +121,17 @@ cdef class AmqpConnection(StreamSink):
     cpdef bint syn_seen(self, int direction)
     cpdef _classify(self, int direction)
     cpdef _port_guess(self, object server_ports=*)
+    @cython.locals(record=Record)
     cpdef protocol_header(self, FrameReader reader, object header, long long offset)
     cpdef bint no_protocol_header(self, FrameReader reader, object buf, long long pos)
     cpdef _decide_client(self, object direction, str how)
-    @cython.locals(channel=cython.int, record=dict, content=_Content, method_frame=MethodFrame,
-                   header=ContentHeader, body=ContentBody)
+    @cython.locals(channel=cython.int, record=Record, content=_Content, method_frame=MethodFrame,
+                   header=ContentHeader, body=ContentBody, orphan=cython.bint)
     cpdef frame(self, FrameReader reader, Frame frame, long long start, long long end)
     cpdef _warn(self, FrameReader reader, Frame frame, long long start, long long end, object channel)
     @cython.locals(first=cython.longlong)
     cpdef _fold(self, FrameReader reader, _Content content, long long start, long long end, object ts=*)
-    @cython.locals(content=_Content, size=cython.longlong)
+    @cython.locals(content=_Content, size=cython.longlong, record=Record)
     cpdef _body(self, FrameReader reader, int channel, object payload, long long start, long long end,
                 bint intact=*, object ts=*)
     @cython.locals(content=_Content)
@@ -140,15 +142,16 @@ cdef class AmqpConnection(StreamSink):
     @cython.locals(content=_Content)
     cpdef body_lost(self, FrameReader reader, dict body)
     cpdef _hash(self, _Content content, object data)
-    @cython.locals(content=_Content)
+    @cython.locals(content=_Content, method=Record, header=Record)
     cpdef _close_content(self, tuple key, bint complete, str why=*)
+    @cython.locals(record=Record)
     cpdef issue(self, FrameReader reader, str kind, str detail, long long skipped, long long start, long long end,
                 object channel, object ts=*)
-    @cython.locals(capture=cython.int, record=dict)
-    cpdef dict _record(self, FrameReader reader, str kind, long long start, long long end, object channel,
-                       dict fields, bint hold=*, object ts=*)
-    cpdef _release(self, int direction, dict record)
-    cpdef _label(self, int direction, dict record)
+    @cython.locals(capture=cython.int, record=Record)
+    cpdef Record _record(self, FrameReader reader, str kind, long long start, long long end, object channel,
+                         bint hold=*, object ts=*)
+    cpdef _release(self, int direction, Record record)
+    cpdef _label(self, int direction, Record record)
 
 
 cdef class StreamOptions:

@@ -12,7 +12,8 @@ agree and the next frame agrees too. Body frames larger than `STREAM_BODY_MIN` a
 their bytes arrive (hashed, never buffered whole), so a gap inside one costs only the bytes lost.
 Every byte of the stream ends up in a frame or in an issue's `bytes_skipped`.
 
-Records are plain dicts in the JSON contract of `amqpcap decode --jsonl` (see docs).
+Records are amqp_decode.record.Record objects, in the JSON contract of `amqpcap decode --jsonl`
+(see docs).
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from amqp_decode.errors import DecodeError, TruncatedFrame
 from amqp_decode.frame_start import FRAME_START_BYTES, frame_start_for
 from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, parse_protocol_header)
 from amqp_decode.packets import format_endpoint
+from amqp_decode.record import Record, add_message, end_record, new_record
 from amqp_decode.settings import Settings
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from amqp_decode.tcp import StreamSink
 
 STREAM_BODY_MIN = 64 * 1024
-# The record that closes a connection's records: {"kind": CONNECTION_END, "connection", "summary"}.
-CONNECTION_END = "connection-end"
 _FRAME_HEADER = struct.Struct(">BHI").unpack_from
 
 
@@ -464,7 +464,7 @@ def _plausible(codec: Codec, buf: bytearray, i: int, limit: int):
 class _Content:
     """A content-bearing method waiting for its header and bodies on one channel."""
 
-    def __init__(self, records: list | None = None, method: dict | None = None, body_size: int | None = None,
+    def __init__(self, records: list | None = None, method: Record | None = None, body_size: int | None = None,
                  received: int = 0, frames: int = 0, intact: bool = True, hasher=None,
                  body: bytearray | None = None, received_bytes: bytearray | None = None) -> None:
         self.records = records if records is not None else []
@@ -547,10 +547,9 @@ class AmqpConnection(StreamSink):
     def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
         if self.status == "amqp":
             reader = self.readers[direction]
-            self._record(reader, "issue", offset, offset + size, None, {
-                "issue_kind": "retransmission-conflict",
-                "detail": f"a retransmission carried {size} bytes that differ from the first copy; "
-                          "the first copy was decoded", "bytes_skipped": 0}, ts=(ts_ns, ts_ns, -1, 0, 0))
+            self.issue(reader, "retransmission-conflict", f"a retransmission carried {size} bytes that differ "
+                       "from the first copy; the first copy was decoded", 0, offset, offset + size, None,
+                       (ts_ns, ts_ns, -1, 0, 0))
 
     def end(self, reason: str, ts_ns: int) -> None:
         self.end_reason = reason
@@ -560,10 +559,9 @@ class AmqpConnection(StreamSink):
         if self.status == "tls":  # flagged, not decoded: one issue with what was skipped
             client = self._port_guess(self.settings.tls_ports)
             self._decide_client(client if client is not None else self.tcp.syn_from, "TLS port")
-            self._record(self.readers[0], "issue", 0, 0, None, {
-                "issue_kind": "tls-not-decoded",
-                "detail": f"connection on a TLS port: {self.ignored_bytes} encrypted bytes not decoded",
-                "bytes_skipped": self.ignored_bytes}, ts=(self.tcp.first_ts_ns, self.tcp.last_ts_ns, -1, 0, 0))
+            self.issue(self.readers[0], "tls-not-decoded", f"connection on a TLS port: {self.ignored_bytes} "
+                       "encrypted bytes not decoded", self.ignored_bytes, 0, 0, None,
+                       (self.tcp.first_ts_ns, self.tcp.last_ts_ns, -1, 0, 0))
         if self.status == "amqp":
             for reader in self.readers:
                 reader.finish()
@@ -572,7 +570,7 @@ class AmqpConnection(StreamSink):
             if self.client is None:
                 self._decide_client(self._port_guess(), "guessed from ports")
         # After every record of the connection: what consumes records learns of the end in order.
-        self.out.append({"kind": CONNECTION_END, "connection": self.id, "summary": self.summary()})
+        self.out.append(end_record(self.id, self.summary()))
         if self.on_end is not None:
             self.on_end(self)
         # Its last use: the readers and this connection refer to each other, and it to its TCP
@@ -714,14 +712,13 @@ class AmqpConnection(StreamSink):
                 self.version = version
                 self.codec = self.codecs[version]
                 self.frame_start = frame_start_for(self.codec, self.settings.resync_max_frame)
-        self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None, {
-            "version": header.version, "protocol_header": header.description,
-            "raw": header.raw.hex()})
+        record = self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None)
+        record.version = header.version
+        record.protocol_header = header.description
+        record.raw = header.raw.hex()
         if header.is_amqp and header.version not in self.codecs:
-            self._record(reader, "issue", offset, offset + PROTOCOL_HEADER_SIZE, None, {
-                "issue_kind": "unsupported-version",
-                "detail": f"{header.description}: no spec loaded for it; decoding as "
-                          f"{self.codec.spec.version}", "bytes_skipped": 0})
+            self.issue(reader, "unsupported-version", f"{header.description}: no spec loaded for it; decoding as "
+                       f"{self.codec.spec.version}", 0, offset, offset + PROTOCOL_HEADER_SIZE, None)
         reader.decoded_bytes += PROTOCOL_HEADER_SIZE
         reader.frames += 1
 
@@ -733,10 +730,8 @@ class AmqpConnection(StreamSink):
             return False
         first = bytes(buf[pos:pos + PROTOCOL_HEADER_SIZE])
         header = parse_protocol_header(first.ljust(PROTOCOL_HEADER_SIZE, b"\0"))
-        self._record(reader, "issue", pos + reader.base, pos + reader.base, None, {
-            "issue_kind": "not-amqp-header",
-            "detail": f"the client's first bytes are not an AMQP protocol header: {header.description}",
-            "bytes_skipped": 0})
+        self.issue(reader, "not-amqp-header", f"the client's first bytes are not an AMQP protocol header: "
+                   f"{header.description}", 0, pos + reader.base, pos + reader.base, None)
         return True
 
     def _decide_client(self, direction: int | None, how: str) -> None:
@@ -768,11 +763,11 @@ class AmqpConnection(StreamSink):
             key = (reader.direction, channel)
             if self.contents and key in self.contents:
                 self._close_content(key, complete=False, why=f"{method.full_name} on the same channel")
-            record = self._record(reader, "method", start, end, channel, None, hold=True)
-            record["method"] = method.full_name
-            record["class_id"] = method.class_id
-            record["method_id"] = method.method_id
-            record["args"] = method_frame.args
+            record = self._record(reader, "method", start, end, channel, hold=True)
+            record.method = method.full_name
+            record.class_id = method.class_id
+            record.method_id = method.method_id
+            record.args = method_frame.args
             if not method.content:
                 self._release(reader.direction, record)
             else:
@@ -792,17 +787,19 @@ class AmqpConnection(StreamSink):
                     self._close_content((reader.direction, channel), complete=True)
                 self._warn(reader, frame, start, end, channel)
                 return
-            fields = {"class": header.class_name, "class_id": header.class_id, "weight": header.weight,
-                      "body_size": header.body_size, "property_flags": list(header.property_flags),
-                      "properties": header.properties}
-            if content is None or content.body_size is not None:
-                self._record(reader, "header", start, end, channel, fields)
-                self._record(reader, "issue", start, end, channel, {
-                    "issue_kind": "unexpected-header",
-                    "detail": "content header without its content method (not captured, or a "
-                              "protocol error)", "bytes_skipped": 0})
+            orphan = content is None or content.body_size is not None
+            record = self._record(reader, "header", start, end, channel, hold=not orphan)
+            record.class_name = header.class_name
+            record.class_id = header.class_id
+            record.weight = header.weight
+            record.body_size = header.body_size
+            record.property_flags = list(header.property_flags)
+            record.properties = header.properties
+            if orphan:
+                self.issue(reader, "unexpected-header", "content header without its content method (not captured, "
+                           "or a protocol error)", 0, start, end, channel)
             else:
-                content.records.append(self._record(reader, "header", start, end, channel, fields, hold=True))
+                content.records.append(record)
                 content.body_size = header.body_size
                 if header.body_size == 0:
                     self._close_content((reader.direction, channel), complete=True)
@@ -810,11 +807,10 @@ class AmqpConnection(StreamSink):
             body = frame  # (typed as its subclass, as above)
             self._body(reader, channel, body.payload, start, end)
         elif kind == "heartbeat":
-            self._record(reader, "heartbeat", start, end, channel, None)
+            self._record(reader, "heartbeat", start, end, channel)
         else:  # a frame type the spec defines but nothing here interprets (0-9 trace, oob-*)
-            self._record(reader, "issue", start, end, channel, {
-                "issue_kind": "uninterpreted-frame", "detail": f"{frame.type_name} frame (type "
-                f"{frame.frame_type}) of {frame.size} bytes: framed, not interpreted", "bytes_skipped": 0})
+            self.issue(reader, "uninterpreted-frame", f"{frame.type_name} frame (type {frame.frame_type}) of "
+                       f"{frame.size} bytes: framed, not interpreted", 0, start, end, channel)
         self._warn(reader, frame, start, end, channel)
 
     def _warn(self, reader: FrameReader, frame, start: int, end: int, channel) -> None:
@@ -822,8 +818,7 @@ class AmqpConnection(StreamSink):
         warnings = frame.warnings
         if warnings:
             for warning in warnings:
-                self._record(reader, "issue", start, end, channel, {
-                    "issue_kind": warning.kind, "detail": warning.detail, "bytes_skipped": 0})
+                self.issue(reader, warning.kind, warning.detail, 0, start, end, channel)
 
     def _body(self, reader: FrameReader, channel: int, payload, start: int, end: int,
               intact: bool = True, ts=None) -> None:
@@ -831,11 +826,10 @@ class AmqpConnection(StreamSink):
         content = self.contents.get(key)
         size = end - start - 8
         if content is None or content.body_size is None:
-            self._record(reader, "body", start, end, channel, {"body_frame_size": size})
-            self._record(reader, "issue", start, end, channel, {
-                "issue_kind": "unexpected-body",
-                "detail": "content body without its method and header (not captured, or a "
-                          "protocol error)", "bytes_skipped": 0})
+            record = self._record(reader, "body", start, end, channel)
+            record.body_frame_size = size
+            self.issue(reader, "unexpected-body", "content body without its method and header (not captured, or "
+                       "a protocol error)", 0, start, end, channel)
             return
         if payload is not None:
             self._hash(content, payload)
@@ -846,8 +840,9 @@ class AmqpConnection(StreamSink):
             self._fold(reader, content, start, end, ts)
             self.bodies_folded += 1
         else:
-            content.records.append(self._record(reader, "body", start, end, channel,
-                                                {"body_frame_size": size}, hold=True, ts=ts))
+            record = self._record(reader, "body", start, end, channel, hold=True, ts=ts)
+            record.body_frame_size = size
+            content.records.append(record)
         if content.received >= content.body_size:
             self._close_content(key, complete=content.received == content.body_size)
 
@@ -912,49 +907,45 @@ class AmqpConnection(StreamSink):
         summary = {"body_size": content.body_size, "body_received": content.received,
                    "body_frames": content.frames, "complete": complete,
                    "body_sha256": content.hasher.hexdigest() if complete and content.hasher is not None else None,
-                   "properties": header["properties"] if header is not None else content.properties}
+                   "properties": header.properties if header is not None else content.properties}
         if content.last_ns >= 0:
             summary["last_frame_ns"] = content.last_ns
         if content.body is not None:
             summary["body_b64"] = base64.b64encode(bytes(content.body)).decode()
             summary["body_truncated"] = content.received > len(content.body)
-        content.method["message"] = summary
+        method = content.method
+        add_message(method, summary)
         direction, channel = key
-        if content.method["dir"] is not None:  # labelled when made: the client was known already
+        if method.dir is not None:  # labelled when made: the client was known already
             self.out.extend(content.records)
         else:
             for record in content.records:
                 self._release(direction, record)
         if not complete and why:
             reader = self.readers[direction]
-            self._record(reader, "issue", content.method["offset"], content.method["offset"], channel, {
-                "issue_kind": "content-incomplete",
-                "detail": f"{content.method['method']} content ended after {content.received} of "
-                          f"{content.body_size if content.body_size is not None else '?'} body bytes "
-                          f"({why})", "bytes_skipped": 0})
+            self.issue(reader, "content-incomplete", f"{method.method} content ended after {content.received} of "
+                       f"{content.body_size if content.body_size is not None else '?'} body bytes ({why})", 0,
+                       method.offset, method.offset, channel)
 
     def issue(self, reader: FrameReader, kind: str, detail: str, skipped: int, start: int, end: int,
               channel, ts=None) -> None:
-        self._record(reader, "issue", start, end, channel,
-                     {"issue_kind": kind, "detail": detail, "bytes_skipped": skipped}, ts=ts)
+        record = self._record(reader, "issue", start, end, channel, ts=ts)
+        record.issue_kind = kind
+        record.detail = detail
+        record.bytes_skipped = skipped
 
-    def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, fields: dict | None,
-                hold: bool = False, ts=None) -> dict:
-        """A record in the JSON Lines contract (docs/decode.md): the common keys, then `fields`.
-        Labelled with the client and direction now, or once the client side is known."""
+    def _record(self, reader: FrameReader, kind: str, start: int, end: int, channel, hold: bool = False,
+                ts=None) -> Record:
+        """A record in the JSON Lines contract (docs/decode.md) with the common keys; the caller sets
+        its kind's. Labelled with the client and direction now, or once the client side is known.
+        `hold`: the caller releases it (a content method's records wait for its content)."""
         first, last, capture, first_record, last_record = ts if ts is not None else reader.timestamps(start, end)
         if capture < 0:
             capture = self.first_capture
         ends = self.labels[reader.direction]
-        record = {"ts": first / 1e9, "ts_ns": first, "ts_last_ns": last,
-                  "capture": self.capture_names[capture] if capture >= 0 else None,
-                  "pcap_record": first_record or None, "pcap_record_last": last_record or None,
-                  "tcp_stream": self.tcp.streams.get(capture),
-                  "connection": self.id, "client": ends[0], "server": ends[1],
-                  "dir": self.directions[reader.direction], "channel": channel, "kind": kind, "offset": start,
-                  "size": end - start}
-        if fields is not None:
-            record.update(fields)
+        record = new_record(kind, first, last, self.capture_names[capture] if capture >= 0 else None,
+                            first_record or None, last_record or None, self.tcp.streams.get(capture), self.id,
+                            ends[0], ends[1], self.directions[reader.direction], channel, start, end - start)
         if not hold:
             if self.client is None:
                 self._release(reader.direction, record)
@@ -962,7 +953,7 @@ class AmqpConnection(StreamSink):
                 self.out.append(record)
         return record
 
-    def _release(self, direction: int, record: dict) -> None:
+    def _release(self, direction: int, record: Record) -> None:
         if self.client is None:
             self.pending.append((direction, record))
             if len(self.pending) > self.settings.pending_records:
@@ -971,11 +962,11 @@ class AmqpConnection(StreamSink):
         self._label(direction, record)
         self.out.append(record)
 
-    def _label(self, direction: int, record: dict) -> None:
+    def _label(self, direction: int, record: Record) -> None:
         ends = self.labels[direction]
-        record["client"] = ends[0]
-        record["server"] = ends[1]
-        record["dir"] = self.directions[direction]
+        record.client = ends[0]
+        record.server = ends[1]
+        record.dir = self.directions[direction]
 
 
 UNDECIDED_HOLD = 1 << 16  # bytes held on a port of no known protocol before deciding it is not AMQP

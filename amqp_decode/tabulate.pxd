@@ -2,6 +2,7 @@
 cimport cython
 
 from amqp_decode.analytics.connection cimport Analytics
+from amqp_decode.record cimport Record, as_record
 from amqp_decode.rows cimport FrameRow, MessageRow, RawRows
 
 
@@ -11,5 +12,5 @@ cdef class Tabulator:
     cdef public Analytics analytics
     cdef public dict seq
 
-    @cython.locals(frame=FrameRow, message=MessageRow)
-    cpdef record(self, dict record)
+    @cython.locals(record=Record, frame=FrameRow, message=MessageRow)
+    cpdef record(self, object value)

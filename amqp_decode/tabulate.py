@@ -17,7 +17,7 @@ from amqp_decode.analytics.connection import Analytics
 from amqp_decode.analytics.common import Emit
 from amqp_decode.analytics.naming import naming
 from amqp_decode.rows import RawRows
-from amqp_decode.stream import CONNECTION_END
+from amqp_decode.record import CONNECTION_END, Record, as_record
 from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS
 
 
@@ -42,13 +42,15 @@ class Tabulator:
         analytics = AnalyticsSettings(settings.analytics.return_window, settings.analytics.return_wait_seconds)
         return cls(emit, run_id, analytics, namer)
 
-    def record(self, record: dict) -> None:
-        kind = record["kind"]
+    def record(self, value: Record) -> None:
+        """A decoder record (a dict of one is taken too)."""
+        record = as_record(value)
+        kind = record.kind
         rows = self.rows
         if kind == "issue":
             self.emit(DECODE_ISSUES, rows.issue_row(record))
         elif kind == CONNECTION_END:
-            stream = rows.stream_row(record["summary"])
+            stream = rows.stream_row(record.summary)
             self.seq.pop(stream["connection"], None)
             self.emit(STREAMS, stream)
             self.analytics.end(stream)
@@ -59,7 +61,7 @@ class Tabulator:
             self.seq[connection] = seq + 1
             self.emit(FRAMES, frame)
             message = None
-            if "message" in record:
+            if record.message is not None:
                 message = rows.message_row(record)
                 self.emit(MESSAGES, message)
             self.analytics.frame(frame, message)

@@ -9,8 +9,8 @@ ended makes it `heartbeat-timeout` (the same rule as the `connections` table's e
 
 from __future__ import annotations
 
+from amqp_decode.record import CONNECTION_END, Record, as_record, new_record
 from amqp_decode.spec import CLIENT_TO_SERVER
-from amqp_decode.stream import CONNECTION_END
 
 END = "connection-end"
 # reasons that are not a normal end (for --errors): the close handshake was not done
@@ -24,7 +24,7 @@ class _Facts:
         self.tcp_stream = tcp_stream  # Wireshark's tcp.stream in the file of its first record
         self.version = None  # from the client's protocol header
         self.last_client_ns = None  # the client's last frame
-        self.close = None  # the first connection.close record
+        self.close = None  # the first connection.close record (a Record)
         self.close_ok = False
         self.heartbeat = None  # seconds, from connection.tune-ok
 
@@ -40,24 +40,26 @@ class ConnectionEnds:
         facts = self.facts.get(connection)
         return facts.version if facts is not None else None
 
-    def observe(self, record: dict) -> None:
-        connection = record["connection"]
+    def observe(self, value: Record) -> None:
+        """A record (or a dict of one) as it passes."""
+        record = as_record(value)
+        connection = record.connection
         if connection is None:
             return
         facts = self.facts.get(connection)
         if facts is None:
-            facts = self.facts[connection] = _Facts(record.get("tcp_stream"))
-        kind = record["kind"]
-        client = record["dir"] == CLIENT_TO_SERVER  # (the decoder's own string: equal by identity, not compared)
+            facts = self.facts[connection] = _Facts(record.tcp_stream)
+        kind = record.kind
+        client = record.dir == CLIENT_TO_SERVER  # (the decoder's own string: equal by identity, not compared)
         if client and kind != "issue":
-            ts = record["ts_ns"]
+            ts = record.ts_ns
             if facts.last_client_ns is None or ts > facts.last_client_ns:
                 facts.last_client_ns = ts
             if kind == "protocol-header" and facts.version is None:
-                facts.version = record["version"]
+                facts.version = record.version
         if kind == "method":
-            method = record["method"]
-            message = record.get("message")
+            method = record.method
+            message = record.message
             if message is not None and client:
                 # content frames folded into their method (CaptureDecoder's fold_content) made no
                 # records: the message says when its last frame came
@@ -66,20 +68,24 @@ class ConnectionEnds:
                     facts.last_client_ns = last
             if method.startswith("connection."):
                 if method == "connection.close":
-                    if facts.close is None or record["ts_ns"] < facts.close["ts_ns"]:
+                    if facts.close is None or record.ts_ns < facts.close.ts_ns:
                         facts.close = record
                 elif method == "connection.close-ok":
                     facts.close_ok = True
                 elif method == "connection.tune-ok" and facts.heartbeat is None:
-                    facts.heartbeat = record["args"].get("heartbeat")
+                    facts.heartbeat = record.args.get("heartbeat")
 
     def apply(self, batch: list, now_ns: int | None) -> list:
         """A batch of the decoder's records, every one observed, its CONNECTION_END records replaced
-        by their `connection-end` records (or dropped: `end`). `now_ns`: as for `end`."""
+        by their `connection-end` records (or dropped: `end`). `now_ns`: as for `end`. (Dicts of
+        records are taken too, and come out as Records.)"""
         out = batch
         for i in range(len(batch)):
-            record = batch[i]
-            if record["kind"] == CONNECTION_END:
+            item = batch[i]
+            record = as_record(item)
+            if record is not item and out is batch:
+                out = batch[:i]
+            if record.kind == CONNECTION_END:
                 if out is batch:
                     out = batch[:i]
                 end = self.end(record, now_ns)
@@ -91,12 +97,13 @@ class ConnectionEnds:
                 out.append(record)
         return out
 
-    def end(self, record: dict, now_ns: int | None) -> dict | None:
+    def end(self, value: Record, now_ns: int | None) -> Record | None:
         """The `connection-end` record for the decoder's CONNECTION_END `record` (None for
         connections that carried no AMQP: not-amqp, no payload). `now_ns`: the time of the packet
         the decoder was at when it ended the connection."""
-        summary = record["summary"]
-        facts = self.facts.pop(record["connection"], None) or _Facts()
+        record = as_record(value)
+        summary = record.summary
+        facts = self.facts.pop(record.connection, None) or _Facts()
         status = summary["status"]
         if status not in ("amqp", "tls"):
             return None
@@ -110,23 +117,21 @@ class ConnectionEnds:
             reason = "close"
         elif heartbeat and facts.last_client_ns is not None and last - facts.last_client_ns >= 2 * heartbeat * 10**9:
             reason = "heartbeat-timeout"
-        close = facts.close
-        if close is not None:
-            args = close["args"]
-            close = {"dir": close["dir"], "reply_code": args.get("reply_code"), "reply_text": args.get("reply_text"),
+        close = None
+        closing = facts.close
+        if closing is not None:
+            args = closing.args
+            close = {"dir": closing.dir, "reply_code": args.get("reply_code"), "reply_text": args.get("reply_text"),
                      "class_id": args.get("class_id"), "method_id": args.get("method_id")}
         directions = summary["directions"]
-        return {"ts": ts / 1e9, "ts_ns": ts, "ts_last_ns": ts, "capture": summary["capture"],
-                "pcap_record": None, "pcap_record_last": None, "tcp_stream": facts.tcp_stream,
-                "connection": summary["connection"], "client": summary["client"], "server": summary["server"],
-                "dir": None, "channel": None, "kind": END, "offset": None, "size": 0,
-                "end_reason": reason, "tcp_end": tcp_end, "status": status, "version": summary["version"] or facts.version,
-                "first_ts_ns": summary["first_ts_ns"], "last_ts_ns": last,
-                "duration_s": (last - summary["first_ts_ns"]) / 1e9, "heartbeat": heartbeat,
-                "last_client_frame_ns": facts.last_client_ns, "close": close,
-                "syn_seen": summary["syn_seen"], "client_decided_by": summary["client_decided_by"],
-                "directions": {label: dict(directions[label]) for label in sorted(directions)}}
+        end = new_record(END, ts, ts, summary["capture"], None, None, facts.tcp_stream, summary["connection"],
+                         summary["client"], summary["server"], None, None, None, 0)
+        end.version = summary["version"] or facts.version
+        end.extra = {"end_reason": reason, "tcp_end": tcp_end, "status": status,
+                     "first_ts_ns": summary["first_ts_ns"], "last_ts_ns": last,
+                     "duration_s": (last - summary["first_ts_ns"]) / 1e9, "heartbeat": heartbeat,
+                     "last_client_frame_ns": facts.last_client_ns, "close": close,
+                     "syn_seen": summary["syn_seen"], "client_decided_by": summary["client_decided_by"],
+                     "directions": {label: dict(directions[label]) for label in sorted(directions)}}
+        return end
 
-
-def is_decoder_end(record: dict) -> bool:
-    return record["kind"] == CONNECTION_END

@@ -20,10 +20,11 @@ import fnmatch
 import re
 from typing import Callable
 
+from amqp_decode.record import Record, as_record
 from amqpcap.decodeview.ends import ABNORMAL, END
 from amqpcap.decodeview.where import compile_where
 
-Predicate = Callable[[dict], bool]
+Predicate = Callable[[Record], bool]
 _EXCHANGE_ARGS = ("exchange", "source", "destination")  # exchange.bind/unbind name two
 
 
@@ -44,18 +45,18 @@ def _glob(patterns: list[str]) -> Callable[[str], bool]:
     return test
 
 
-def is_error(record: dict) -> bool:
-    kind = record["kind"]
+def is_error(record: Record) -> bool:
+    kind = record.kind
     if kind == "issue":
         return True
     if kind == "method":
-        method = record["method"]
+        method = record.method
         if method == "channel.close" or method == "connection.close":
-            return (record["args"].get("reply_code") or 0) not in (0, 200)  # (some clients send 0)
+            return (record.args.get("reply_code") or 0) not in (0, 200)  # (some clients send 0)
         if method == "basic.return":
             return True
         if method == "basic.nack":
-            return record["dir"] == "S>C"
+            return record.dir == "S>C"
         return False
     if kind == END:
         return record["end_reason"] in ABNORMAL
@@ -69,20 +70,20 @@ def predicates(connection: str | None = None, channels: list[int] | None = None,
     tests: list[Predicate] = []
     if connection:
         prefix = connection.lower()
-        tests.append(lambda r: r["connection"] is not None and r["connection"].startswith(prefix))
+        tests.append(lambda r: r.connection is not None and r.connection.startswith(prefix))
     if channels:
         wanted = frozenset(channels)
-        tests.append(lambda r: r["channel"] in wanted)
+        tests.append(lambda r: r.channel in wanted)
     if methods:
         method_matches = _glob(methods)
-        tests.append(lambda r: r["kind"] == "method" and method_matches(r["method"]))
+        tests.append(lambda r: r.kind == "method" and method_matches(r.method))
     if queue is not None:
         queue_matches = _glob([queue])
-        tests.append(lambda r: r["kind"] == "method" and queue_matches(r["args"].get("queue")))
+        tests.append(lambda r: r.kind == "method" and queue_matches(r.args.get("queue")))
     if exchange is not None:
         exchange_matches = _glob([exchange])
-        tests.append(lambda r: r["kind"] == "method"
-                     and any(exchange_matches(r["args"].get(key)) for key in _EXCHANGE_ARGS))
+        tests.append(lambda r: r.kind == "method"
+                     and any(exchange_matches(r.args.get(key)) for key in _EXCHANGE_ARGS))
     if errors:
         tests.append(is_error)
     if where is not None:
@@ -90,7 +91,7 @@ def predicates(connection: str | None = None, channels: list[int] | None = None,
     return tests
 
 
-def _passes(tests: list[Predicate], record: dict) -> bool:
+def _passes(tests: list[Predicate], record: Record) -> bool:
     # (a loop, not all() over a generator: one generator per record cost more than no test at all)
     for test in tests:
         if not test(record):
@@ -108,10 +109,12 @@ class Selection:
         self.owned = 0  # content frames still to come right after the last content method
         self.owner_shown = False
 
-    def select(self, batch: list[dict]) -> list[dict]:
+    def select(self, batch: list[Record]) -> list[Record]:
+        """The batch's records that pass (a dict of a record is taken too, and passed as a Record)."""
         tests = self.tests
         if not tests:
             return batch
+        batch = [as_record(record) for record in batch]
         if self.folded:
             return [record for record in batch if _passes(tests, record)]
         out = []
@@ -122,7 +125,7 @@ class Selection:
                 if shown:
                     out.append(record)
                 continue
-            message = record.get("message")
+            message = record.message
             if message is not None:
                 owned = (message["body_size"] is not None) + message["body_frames"]
                 shown = _passes(tests, record)

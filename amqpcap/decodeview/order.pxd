@@ -2,6 +2,7 @@
 # The watermark walks every open connection's state: typed, its reads are C field reads.
 cimport cython
 from amqp_decode.decoder cimport SegmentDecoder
+from amqp_decode.record cimport Record, as_record
 from amqp_decode.stream cimport AmqpConnection, FrameReader, _Content
 from amqp_decode.tcp cimport HalfStream, TcpConnection
 
@@ -10,7 +11,7 @@ cdef int RESYNC, BODY, SKIP
 
 @cython.locals(segments=SegmentDecoder, tcp=TcpConnection, sink=AmqpConnection, half=HalfStream,
                reader=FrameReader, content=_Content, low=cython.longlong, ts=cython.longlong,
-               pending=tuple, held=tuple, record=dict, seen=set)
+               pending=tuple, held=tuple, record=Record, seen=set)
 cpdef object low_watermark(object decoder)
 @cython.locals(first=cython.longlong)
 cdef long long _reader_low(FrameReader reader, long long low)
@@ -32,7 +33,7 @@ cdef class TimeOrder:
     cdef public object checked_now
 
     @cython.locals(held=list, times=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong,
-                   count=Py_ssize_t, at=Py_ssize_t, record=dict)
+                   count=Py_ssize_t, at=Py_ssize_t, record=Record)
     cpdef list feed(self, list batch, object render=*)
     cpdef list finish(self)
     cpdef Py_ssize_t _interval(self)

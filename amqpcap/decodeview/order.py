@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from typing import Callable
 
+from amqp_decode.record import Record, as_record
 from amqp_decode.stream import READER_STATES
 
 # decoder reader states that hold bytes already skipped or a body frame in progress
@@ -28,7 +29,7 @@ RESYNC, BODY, SKIP = READER_STATES["resync"], READER_STATES["body"], READER_STAT
 DEFAULT_CAP = 200_000
 
 
-def _same(record: dict) -> dict:
+def _same(record: Record) -> Record:
     return record
 
 
@@ -67,12 +68,12 @@ def low_watermark(decoder) -> int | None:
         for reader in sink.readers:
             low = _reader_low(reader, low)
         for content in sink.contents.values():
-            ts = content.method["ts_ns"]
+            ts = content.method.ts_ns
             if ts < low:
                 low = ts
         for _, record in sink.pending:
-            if record["ts_ns"] < low:
-                low = record["ts_ns"]
+            if record.ts_ns < low:
+                low = record.ts_ns
     return low
 
 
@@ -113,18 +114,20 @@ class TimeOrder:
         self.next_check = every or 256  # self.seq at which to take the next watermark
         self.checked_now = None  # the decoder's packet time at the last one
 
-    def feed(self, batch: list[dict], render: Callable[[dict], object] = _same) -> list:
+    def feed(self, batch: list[Record], render: Callable[[Record], object] = _same) -> list:
         """One of the decoder's batches (CaptureDecoder.batches, possibly filtered; between two
         batches the decoder's state holds exactly the records still to come): the renderings
-        (`render(record)`; None is dropped) that can be written now, in order."""
+        (`render(record)`; None is dropped) that can be written now, in order. (A dict of a
+        record is taken too, as its Record.)"""
         held, times = self.held, self.times
         seq = self.seq
         top = times[-1] if len(times) > self.start else -1  # the latest time held
-        for record in batch:
+        for item in batch:
+            record = as_record(item)
             rendered = render(record)
             if rendered is None:
                 continue
-            stamp = record["ts_ns"]
+            stamp = record.ts_ns
             # (None: damage at the very end of a file with no packet after it)
             ts = stamp if stamp is not None else top if top >= 0 else (self.last or 0)
             seq += 1

@@ -3,6 +3,7 @@
 # attribute lookups by name were a good part of them.
 
 cimport cython
+from amqp_decode.record cimport Record, as_record
 
 cdef tuple _DIGITS
 cdef long long _NO_SECOND
@@ -27,12 +28,13 @@ cdef class Readable:
     @cython.locals(second=cython.longlong, fraction=cython.longlong, micros=cython.longlong)
     cpdef str _time(self, long long ts_ns)
     @cython.locals(number=cython.longlong, last_number=cython.longlong)
-    cpdef str _head(self, dict record)
+    cpdef str _head(self, Record record)
     cpdef str _cut(self, str text)
     cpdef str _pair(self, str key, object value)
     cpdef str _pairs(self, dict values, str sep=*)
-    cpdef object _names(self, dict record)
-    cpdef str _args(self, dict record)
+    cpdef object _names(self, Record record)
+    cpdef str _args(self, Record record)
     cpdef str _message(self, dict message)
-    cpdef object line(self, dict record)
-    cpdef str _end(self, dict record)
+    @cython.locals(record=Record)
+    cpdef object line(self, object value)
+    cpdef str _end(self, Record record)

@@ -21,6 +21,7 @@ from decimal import Decimal
 
 from amqp_decode.analytics.naming import naming_for
 from amqp_decode.fieldtable import Timestamp
+from amqp_decode.record import Record, as_record
 
 _PLAIN = re.compile(r'[^\s"=,{}\[\]\\|]+\Z').match  # strings written without quotes
 _CLOSES = frozenset({"channel.close", "connection.close"})
@@ -94,29 +95,29 @@ class Readable:
         micros = fraction // 1000  # as two 3-digit groups: a format spec (:06d) per line cost more
         return self._second_text + _DIGITS[micros // 1000] + _DIGITS[micros % 1000]
 
-    def _head(self, record: dict) -> str:
-        key = (record["connection"], record["dir"], record["channel"])
+    def _head(self, record: Record) -> str:
+        key = (record.connection, record.dir, record.channel)
         head = self._heads.get(key)
         if head is None:
             if len(self._heads) > 50_000:
                 self._heads.clear()
-            direction = record["dir"]
+            direction = record.dir
             arrow = "->" if direction == "C>S" else "<-" if direction == "S>C" else "--"
-            channel = record["channel"]
-            head = self._heads[key] = (f"{record['connection'][:8]} {record['client']} {arrow} {record['server']} "
+            channel = record.channel
+            head = self._heads[key] = (f"{record.connection[:8]} {record.client} {arrow} {record.server} "
                                        f"ch{channel if channel is not None else '-'} ")
-        first = record.get("pcap_record")
+        first = record.pcap_record
         if first is None:
-            return f"{self._time(record['ts_ns'])} {head}"
-        last = record.get("pcap_record_last")
+            return f"{self._time(record.ts_ns)} {head}"
+        last = record.pcap_record_last
         if type(first) is int and (last is None or type(last) is int):  # (formatted as C integers)
             number = first
             if last is None or last == first:
-                return f"{self._time(record['ts_ns'])} #{number} {head}"
+                return f"{self._time(record.ts_ns)} #{number} {head}"
             last_number = last
-            return f"{self._time(record['ts_ns'])} #{number}-{last_number} {head}"
+            return f"{self._time(record.ts_ns)} #{number}-{last_number} {head}"
         number_text = f"#{first}-{last} " if last is not None and last != first else f"#{first} "
-        return f"{self._time(record['ts_ns'])} {number_text}{head}"
+        return f"{self._time(record.ts_ns)} {number_text}{head}"
 
     # -- values ------------------------------------------------------------------------------------
 
@@ -153,16 +154,16 @@ class Readable:
     def _pairs(self, values: dict, sep: str = " ") -> str:
         return sep.join([self._pair(key, value) for key, value in values.items()])
 
-    def _names(self, record: dict):
-        version = self.versions(record["connection"]) if self.versions is not None else None
+    def _names(self, record: Record):
+        version = self.versions(record.connection) if self.versions is not None else None
         names = self._naming.get(version)
         if names is None:
             names = self._naming[version] = naming_for(version)
         return names
 
-    def _args(self, record: dict) -> str:
-        args = record["args"]
-        method = record["method"]
+    def _args(self, record: Record) -> str:
+        args = record.args
+        method = record.method
         if "reply_code" not in args:
             return self._pairs(args)
         names = self._names(record)
@@ -201,38 +202,40 @@ class Readable:
 
     # -- lines -----------------------------------------------------------------------------------------
 
-    def line(self, record: dict) -> str | None:
-        """The line of one record (None: shown as part of its message's line)."""
-        kind = record["kind"]
+    def line(self, value: Record) -> str | None:
+        """The line of one record (None: shown as part of its message's line). A dict of a record
+        is taken too."""
+        record = as_record(value)
+        kind = record.kind
         if kind == "method":
             args = self._args(record)
-            text = record["method"] + (" " + args if args else "")
-            message = record.get("message")
+            text = record.method + (" " + args if args else "")
+            message = record.message
             if message is not None:
                 text += " | " + self._message(message)
         elif kind == "header":
-            properties = self._pairs(record["properties"])
-            text = f"header {record['class']} body_size={record['body_size']}" + (" " + properties if properties else "")
+            properties = self._pairs(record.properties)
+            text = f"header {record.class_name} body_size={record.body_size}" + (" " + properties if properties else "")
         elif kind == "body":
-            text = f"body {record['body_frame_size']} bytes"
+            text = f"body {record.body_frame_size} bytes"
         elif kind == "heartbeat":
             text = "heartbeat"
         elif kind == "protocol-header":
-            text = f"protocol header {record['protocol_header']}"
+            text = f"protocol header {record.protocol_header}"
         elif kind == "issue":
-            if record["connection"] is None:  # damage to the capture file itself
-                return (f"{self._time(record['ts_ns']) if record['ts_ns'] is not None else '-'} capture "
-                        f"{record['capture']} at byte {record.get('file_offset')}: ISSUE {record['issue_kind']}: "
-                        f"{record['detail']}\n")
-            text = f"ISSUE {record['issue_kind']}: {record['detail']}" + \
-                   (f" ({record['bytes_skipped']} bytes skipped)" if record["bytes_skipped"] else "")
+            if record.connection is None:  # damage to the capture file itself
+                return (f"{self._time(record.ts_ns) if record.ts_ns is not None else '-'} capture "
+                        f"{record.capture} at byte {record.file_offset}: ISSUE {record.issue_kind}: "
+                        f"{record.detail}\n")
+            text = f"ISSUE {record.issue_kind}: {record.detail}" + \
+                   (f" ({record.bytes_skipped} bytes skipped)" if record.bytes_skipped else "")
         elif kind == "connection-end":
             text = self._end(record)
         else:
             text = kind
         return self._head(record) + text + "\n"
 
-    def _end(self, record: dict) -> str:
+    def _end(self, record: Record) -> str:
         parts = [f"connection end: {record['end_reason']}"]
         if record["end_reason"] != record["tcp_end"]:
             parts[0] += f" ({record['tcp_end']})"

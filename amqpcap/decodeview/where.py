@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-Getter = Callable[[dict], Any]
+Getter = Callable[[Mapping], Any]
 
 
 class WhereError(ValueError):
@@ -201,10 +201,10 @@ class _Parser:
                     raise WhereError(f"expected a string or an integer inside [] at column {pos + 1}")
                 steps.append(token)
                 self.expect("op", "]")
-        if len(steps) == 1:
-            key = steps[0]
+        key, rest = steps[0], steps[1:]
+        if not rest:
             return lambda r: r.get(key)
-        return lambda r: _walk(r, steps)
+        return lambda r: _walk(r.get(key), rest)  # (a record: a Record, or a dict of one)
 
 
 def _walk(value, steps):
@@ -275,7 +275,7 @@ def _contains(container, item) -> bool:
     return False
 
 
-def compile_where(text: str) -> Callable[[dict], bool]:
+def compile_where(text: str) -> Callable[[Mapping], bool]:
     """A predicate over records, or WhereError."""
     if len(text) > 10_000:
         raise WhereError("expression too long")

@@ -13,6 +13,7 @@ import pytest
 
 from amqp_decode.codec import Codec
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
+from amqp_decode.record import Record, from_dict
 from amqp_decode.rows import ARGUMENT_COLUMNS, RawRows
 from amqp_decode.spec import load_spec
 from amqp_decode.tables import FRAMES
@@ -110,8 +111,8 @@ def test_0_9_nowait_is_no_wait():
             row["passive"]) == (True, "fanout", True, True, True, False)
 
 
-def _record(frame) -> dict:
-    return {"kind": "method", "ts_ns": 10**18, "ts_last_ns": 10**18, "capture": "x", "connection": "c",
-            "client": "a", "server": "b", "dir": "C>S", "channel": frame.channel, "offset": 0, "size": 8,
-            "method": frame.name, "class_id": frame.method.class_id, "method_id": frame.method.method_id,
-            "args": frame.args}
+def _record(frame) -> Record:
+    return from_dict({"kind": "method", "ts_ns": 10**18, "ts_last_ns": 10**18, "capture": "x", "connection": "c",
+                      "client": "a", "server": "b", "dir": "C>S", "channel": frame.channel, "offset": 0, "size": 8,
+                      "method": frame.name, "class_id": frame.method.class_id, "method_id": frame.method.method_id,
+                      "args": frame.args})

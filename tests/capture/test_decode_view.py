@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from amqp_decode.decoder import CaptureDecoder
-from amqp_decode.stream import CONNECTION_END
+from amqp_decode.record import CONNECTION_END
 from amqpcap.cli import main
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.order import TimeOrder

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from amqp_decode.record import from_dict
 from amqp_decode.rows import RawRows
 from amqp_decode.tables import DECODE_ISSUES, FRAMES, MESSAGES
 from pipelines.tablefiles import rows_to_batch
@@ -77,6 +78,6 @@ def test_unsigned_values_beyond_bigint_become_null():
               "client": "a", "server": "b", "dir": "C>S", "channel": 1, "offset": 0, "size": 21,
               "method": "basic.ack", "class_id": 60, "method_id": 80,
               "args": {"delivery_tag": 2**64 - 1, "multiple": False}}
-    row = RawRows("r").frame_row(record)
+    row = RawRows("r").frame_row(from_dict(record))
     assert row["delivery_tag"] is None and json.loads(row["args_json"])["delivery_tag"] == 2**64 - 1
     assert rows_to_batch(FRAMES, [row]).num_rows == 1

@@ -10,7 +10,8 @@ import pytest
 
 from amqp_decode.decoder import CaptureDecoder
 from amqp_decode.settings import Settings
-from amqp_decode.stream import CONNECTION_END, AmqpConnection, FrameReader
+from amqp_decode.record import CONNECTION_END
+from amqp_decode.stream import AmqpConnection, FrameReader
 from amqp_decode.tcp import HalfStream, TcpConnection
 from tests.capture.conftest import SAMPLES, EXPECTED, capture_for, decoded
 from tools import craft_samples as craft

@@ -1,0 +1,44 @@
+# Types for the compiled build of jsonl.py (Cython pure Python mode): the .py is the source.
+# A line is written into the writer's buffer through a C pointer (pieces copied with memcpy,
+# digits stored one by one), the record's fields read as C members.
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING
+from libc.string cimport memcpy
+from amqp_decode.record cimport Record
+
+cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
+cdef Py_ssize_t _PIECES_HELD
+cdef int _COMMA
+cdef long long _INT64_MIN, _INT64_MAX
+cdef bint COMPILED
+cdef bytes _TS, _TS_NS, _TS_LAST_NS, _CAPTURE, _PCAP_RECORD, _PCAP_RECORD_LAST, _TCP_STREAM, _CONNECTION
+cdef bytes _CLIENT, _SERVER, _DIR, _CHANNEL, _KIND, _OFFSET, _SIZE, _METHOD_KEY, _CLASS_ID, _METHOD_ID
+cdef bytes _CLASS, _WEIGHT, _BODY_SIZE, _BODY_FRAME_SIZE, _ISSUE_KIND, _DETAIL, _BYTES_SKIPPED
+cdef bytes _FILE_OFFSET, _FILE_END_OFFSET, _VERSION, _PROTOCOL_HEADER_KEY, _RAW, _NULL, _END
+
+
+cdef class LineWriter:
+    cdef public bytearray buf
+    cdef char* data
+    cdef public Py_ssize_t capacity
+    cdef public Py_ssize_t n
+    cdef public dict pieces
+    cdef public object capture
+    cdef public bytes capture_piece
+    cdef public object float_value
+    cdef public bytes float_text
+
+    @cython.locals(shape=tuple, tail=dict, nested=bytes, comma=Py_ssize_t)
+    cpdef line(self, Record record)
+    @cython.locals(piece=bytes)
+    cdef bytes _piece(self, object key)
+    cdef _put(self, bytes piece)
+    @cython.locals(size=Py_ssize_t, n=Py_ssize_t)
+    cdef _put_part(self, bytes piece, Py_ssize_t start, Py_ssize_t stop)
+    cdef _grow(self, Py_ssize_t need)
+    @cython.locals(signed=cython.longlong, number=cython.ulonglong, power=cython.ulonglong, digits=Py_ssize_t,
+                   n=Py_ssize_t, i=Py_ssize_t, data=cython.p_char)
+    cdef _number(self, object value)
+
+
+cdef LineWriter _WRITER
