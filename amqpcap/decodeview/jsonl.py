@@ -177,21 +177,27 @@ class LineWriter:
         (connection, client, server, dir) -> ,"connection":...,"client":...,"server":...,"dir":...,"channel":
         a kind -> ,"kind":"...","offset":   (_METHOD_KEY, a method) -> ,"method":"...","class_id":
         (_CLASS, a class name) -> ,"class":"...","class_id":"""
-        piece = self.pieces.get(key)
+        try:
+            piece = self.pieces.get(key)
+        except TypeError:  # a value no capture puts there (a list...): rendered, not remembered
+            return self._render_piece(key)
         if piece is None:
-            if type(key) is str:
-                piece = _KIND + _rendered(key) + _OFFSET
-            elif key[0] is _METHOD_KEY:
-                piece = _METHOD_KEY + _rendered(key[1]) + _CLASS_ID
-            elif key[0] is _CLASS:
-                piece = _CLASS + _rendered(key[1]) + _CLASS_ID
-            else:
-                piece = (_CONNECTION + _rendered(key[0]) + _CLIENT + _rendered(key[1]) + _SERVER
-                         + _rendered(key[2]) + _DIR + _rendered(key[3]) + _CHANNEL)
+            piece = self._render_piece(key)
             if len(self.pieces) >= _PIECES_HELD:
                 self.pieces.clear()
             self.pieces[key] = piece
         return piece
+
+    @staticmethod
+    def _render_piece(key) -> bytes:
+        if type(key) is str:
+            return _KIND + _rendered(key) + _OFFSET
+        if key[0] is _METHOD_KEY:
+            return _METHOD_KEY + _rendered(key[1]) + _CLASS_ID
+        if key[0] is _CLASS:
+            return _CLASS + _rendered(key[1]) + _CLASS_ID
+        return (_CONNECTION + _rendered(key[0]) + _CLIENT + _rendered(key[1]) + _SERVER + _rendered(key[2]) + _DIR
+                + _rendered(key[3]) + _CHANNEL)
 
     # -- writing ---------------------------------------------------------------------------------
 
