@@ -1,5 +1,5 @@
 # Types for the compiled build of deliveries.py (Cython pure Python mode): the .py is the source.
-from amqp_decode.analytics.common cimport micros, where_from
+from amqp_decode.analytics.common cimport micros
 from amqp_decode.rows cimport FrameRow, MessageRow, message_key
 
 

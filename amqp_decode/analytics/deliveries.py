@@ -15,7 +15,7 @@ consumers are held.
 
 from __future__ import annotations
 
-from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros, where_from
+from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
 from amqp_decode.rows import FrameRow, MessageRow, message_key
 from amqp_decode.tables import DELIVERIES
 
@@ -121,24 +121,31 @@ class DeliveryRules:
         self.last_tag, self.in_order = -1, True
 
     def _delivery(self, row: FrameRow, queue, message: MessageRow | None) -> dict:
-        delivery = {**where_from(row), "channel": row.channel, "channel_instance": self.instance,
+        # (its keys in the table's column order, every one there from the start: the table writer
+        # reads such a row in one walk, and settling it only replaces values)
+        delivery = {"date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
+                    "server": row.server, "channel": row.channel, "channel_instance": self.instance,
                     "method": row.method,
                     "message_key": message_key(row.connection, row.direction, row.stream_offset),
                     "delivery_tag": row.delivery_tag,
                     "consumer_tag": row.consumer_tag, "queue": queue, "exchange": row.exchange,
                     "routing_key": row.routing_key, "redelivered": row.redelivered,
-                    "delivered_at": micros(row.ts_ns), "delivered_ns": row.ts_ns,
+                    "delivered_at": micros(row.ts_ns), "delivered_ns": row.ts_ns, "outcome": None, "requeue": None,
+                    "settled_at": None, "settled_ns": None, "settle_latency_ms": None, "settled_by_multiple": None,
                     "message_id": None, "correlation_id": None, "app_id": None, "body_size": None,
-                    "body_sha256": None}
+                    "body_sha256": None, "source": None, "provisional": None}
         if message is not None:
             delivery.update(message_id=message.message_id, correlation_id=message.correlation_id,
                             app_id=message.app_id, body_size=message.body_size, body_sha256=message.body_sha256)
         return delivery
 
     def _settled(self, delivery: dict, outcome: str, at_ns, requeue, multiple: bool) -> None:
-        delivery.update(outcome=outcome, requeue=requeue, settled_at=micros(at_ns), settled_ns=at_ns,
-                        settle_latency_ms=(at_ns - delivery["delivered_ns"]) / 1e6 if at_ns is not None else None,
-                        settled_by_multiple=multiple)
+        delivery["outcome"] = outcome
+        delivery["requeue"] = requeue
+        delivery["settled_at"] = micros(at_ns)
+        delivery["settled_ns"] = at_ns
+        delivery["settle_latency_ms"] = (at_ns - delivery["delivered_ns"]) / 1e6 if at_ns is not None else None
+        delivery["settled_by_multiple"] = multiple
         self.emit(DELIVERIES, delivery)
 
 

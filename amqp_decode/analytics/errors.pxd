@@ -1,5 +1,5 @@
 # Types for the compiled build of errors.py (Cython pure Python mode): the .py is the source.
-from amqp_decode.analytics.common cimport micros, side, where_from
+from amqp_decode.analytics.common cimport micros, side
 from amqp_decode.rows cimport FrameRow
 
 

@@ -4,7 +4,7 @@ basic.return, every basic.nack the broker sends (a publisher confirm's negative 
 
 from __future__ import annotations
 
-from amqp_decode.analytics.common import Emit, micros, side, where_from
+from amqp_decode.analytics.common import Emit, micros, side
 from amqp_decode.analytics.naming import Naming
 from amqp_decode.rows import FrameRow
 from amqp_decode.tables import ERRORS
@@ -29,11 +29,12 @@ class ErrorRules:
             return
         code = row.reply_code
         name, code_class = self.naming.reply_codes.get(code, (None, None)) if code is not None else (None, None)
-        self.emit(ERRORS, {
-            **where_from(row), "ts": micros(row.ts_ns), "ts_ns": row.ts_ns, "channel": row.channel,
+        self.emit(ERRORS, {  # (the table's columns in order: the table writer reads such a row in one walk)
+            "date": row.date, "connection": row.connection, "capture": row.capture, "ts": micros(row.ts_ns),
+            "ts_ns": row.ts_ns, "client": row.client, "server": row.server, "channel": row.channel,
             "method": method, "initiator": side(row.direction),
             "scope": "connection" if method == "connection.close" else "channel",
             "reply_code": code, "reply_name": None if method == "basic.nack" else name,
             "code_class": code_class, "reply_text": row.reply_text,
             "failing_method": self.naming.method_name(row.failing_class_id, row.failing_method_id),
-            "delivery_tag": row.delivery_tag, "multiple": row.multiple})
+            "delivery_tag": row.delivery_tag, "multiple": row.multiple, "source": None, "provisional": None})

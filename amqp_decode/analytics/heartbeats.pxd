@@ -1,7 +1,6 @@
 # Types for the compiled build of heartbeats.py (Cython pure Python mode): the .py is the source.
 # Every frame passes here: typed, the calls into the rules and their state are C calls.
 cimport cython
-from amqp_decode.analytics.common cimport where_from
 from amqp_decode.rows cimport FrameRow
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 
-from amqp_decode.analytics.common import Emit, where_from
+from amqp_decode.analytics.common import Emit
 from amqp_decode.rows import FrameRow
 from amqp_decode.tables import HEARTBEATS
 
@@ -22,7 +22,8 @@ class _Direction:
     __slots__ = ("where", "frames", "heartbeats", "last_ns", "longest_ns", "long_silences", "early")
 
     def __init__(self, row: FrameRow) -> None:
-        self.where = {**where_from(row), "direction": row.direction}
+        self.where = {"date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
+                      "server": row.server, "direction": row.direction}
         self.frames = self.heartbeats = 0
         self.last_ns: int | None = None
         self.longest_ns: int | None = None
@@ -99,8 +100,13 @@ class HeartbeatRules:
                 long_silences = state.long_silences + (1 if timed_out else 0)
             else:
                 long_silences, timed_out = None, False
-            self.emit(HEARTBEATS, {**state.where, "heartbeat_s": heartbeat, "heartbeats": state.heartbeats,
-                                   "frames": state.frames, "longest_silence_s": longest,
-                                   "long_silences": long_silences, "final_silence_s": final_s,
-                                   "ended_after_silence": timed_out})
+            where = state.where
+            # (the table's columns in order: the table writer reads such a row in one walk)
+            self.emit(HEARTBEATS, {"date": where["date"], "connection": where["connection"],
+                                   "capture": where["capture"], "client": where["client"], "server": where["server"],
+                                   "direction": where["direction"], "heartbeat_s": heartbeat,
+                                   "heartbeats": state.heartbeats, "frames": state.frames,
+                                   "longest_silence_s": longest, "long_silences": long_silences,
+                                   "final_silence_s": final_s, "ended_after_silence": timed_out, "source": None,
+                                   "provisional": None})
         self.directions.clear()

@@ -1,6 +1,6 @@
 # Types for the compiled build of publishes.py (Cython pure Python mode): the .py is the source.
 cimport cython
-from amqp_decode.analytics.common cimport micros, where_from
+from amqp_decode.analytics.common cimport micros
 from amqp_decode.rows cimport FrameRow, MessageRow, message_key
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros, where_from
+from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
 from amqp_decode.rows import FrameRow, MessageRow, message_key
 from amqp_decode.tables import PUBLISHES
 
@@ -134,19 +134,21 @@ class PublishRules:
 
     def _publish(self, row: FrameRow, message: MessageRow | None) -> None:
         known = message is not None
+        # (its keys in the table's column order, every one there from the start: the table writer
+        # reads such a row in one walk, and nothing is added to it later)
         publish = _Publish({
-            **where_from(row), "channel": row.channel, "channel_instance": self.instance,
+            "date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
+            "server": row.server, "channel": row.channel, "channel_instance": self.instance,
             "message_key": message_key(row.connection, row.direction, row.stream_offset),
             "published_at": micros(row.ts_ns), "published_ns": row.ts_ns, "exchange": row.exchange,
             "routing_key": row.routing_key, "mandatory": row.mandatory,
             "message_id": message.message_id if known else None,
             "correlation_id": message.correlation_id if known else None,
+            "app_id": message.app_id if known else None,
             "body_size": message.body_size if known else None, "body_sha256": message.body_sha256 if known else None,
-            "app_id": message.app_id if known else None, "confirm_seq": None, "confirm_outcome": None,
-            "confirmed_at": None,
-            "confirmed_ns": None, "confirm_latency_ms": None,
-            "confirmed_by_multiple": None, "returned": False, "return_code": None, "return_text": None,
-            "tx_outcome": None})
+            "confirm_seq": None, "confirm_outcome": None, "confirmed_at": None, "confirmed_ns": None,
+            "confirm_latency_ms": None, "confirmed_by_multiple": None, "returned": False, "return_code": None,
+            "return_text": None, "tx_outcome": None, "source": None, "provisional": None})
         if self.confirming:
             self.seq += 1
             publish.row["confirm_seq"] = self.seq

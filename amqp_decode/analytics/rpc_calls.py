@@ -15,7 +15,7 @@ A row is emitted when its request is answered (or can no longer be).
 
 from __future__ import annotations
 
-from amqp_decode.analytics.common import Emit, micros, side, where_from
+from amqp_decode.analytics.common import Emit, micros, side
 from amqp_decode.analytics.naming import Naming
 from amqp_decode.rows import FrameRow
 from amqp_decode.tables import RPC_CALLS
@@ -66,7 +66,8 @@ class RpcRules:
             if len(self.early) > EARLY_LIMIT:
                 del self.early[0]
         if method in responses and not row.no_wait and not (method == "basic.cancel" and requester == "server"):
-            call = {**where_from(row), "channel": row.channel, "channel_instance": self.instance,
+            call = {"date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
+                    "server": row.server, "channel": row.channel, "channel_instance": self.instance,
                     "requester": requester, "request": method, "request_ns": row.ts_ns}
             reply = None
             for early in self.early:
@@ -89,8 +90,13 @@ class RpcRules:
         self.pending = []
 
     def _answer(self, call: dict, reply, at_ns, outcome: str, code, text) -> None:
-        request_ns = call.pop("request_ns")
-        self.emit(RPC_CALLS, {**call, "reply": reply, "request_at": micros(request_ns),
+        request_ns = call["request_ns"]
+        # (the table's columns in order: the table writer reads such a row in one walk)
+        self.emit(RPC_CALLS, {"date": call["date"], "connection": call["connection"], "capture": call["capture"],
+                              "client": call["client"], "server": call["server"], "channel": call["channel"],
+                              "channel_instance": call["channel_instance"], "requester": call["requester"],
+                              "request": call["request"], "reply": reply, "request_at": micros(request_ns),
                               "reply_at": micros(at_ns),
                               "latency_ms": (at_ns - request_ns) / 1e6 if at_ns is not None else None,
-                              "outcome": outcome, "error_code": code, "error_text": text})
+                              "outcome": outcome, "error_code": code, "error_text": text, "source": None,
+                              "provisional": None})
