@@ -1,5 +1,8 @@
 # Types for the compiled build of packets.py (Cython pure Python mode): the .py is the source.
 cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+
+cdef bint COMPILED
 
 
 cdef class Segment:
@@ -16,9 +19,13 @@ cdef class Segment:
     cdef public long long stream
 
 
-@cython.locals(i=cython.Py_ssize_t, segment=Segment, out=list)
-cpdef list segments_from_columns(list ts, list record, list local, list src, list sport, list dst, list dport,
-                                 list seq, list ack, list flags, list payload, long long base, list streams)
+@cython.locals(i=cython.Py_ssize_t, n=cython.Py_ssize_t, known=cython.Py_ssize_t, local=cython.int,
+               segment=Segment, out=list, ts="const long long[:]", record="const long long[:]",
+               seq="const long long[:]", ack="const long long[:]", stream="const int[:]", sport="const int[:]",
+               dport="const int[:]", flags="const int[:]", src_end="const int[:]", dst_end="const int[:]",
+               payload_end="const int[:]", src_data=bytes, dst_data=bytes, payload_data=bytes)
+cpdef list segments_from_packed(list packed, long long base, list streams)
+cdef inline bytes _bytes_of(bytes data, Py_ssize_t start, Py_ssize_t stop)
 
 
 cdef long long _MAX_OFFSET

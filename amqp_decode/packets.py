@@ -26,6 +26,8 @@ IPV6_EXTENSIONS = {0, 43, 60, 51, 135, 139, 140}  # hop-by-hop, routing, dest op
 BSD_AF_INET6 = {24, 28, 30}  # AF_INET6 on NetBSD/OpenBSD, FreeBSD, macOS
 
 TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
+# Compiled, this module is an extension file (amqp_decode.arrow_layout says why it is told so)
+COMPILED = __file__.endswith((".so", ".pyd"))
 
 
 class Segment:
@@ -58,34 +60,52 @@ class Segment:
         return isinstance(other, Segment) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
 
 
-def segments_from_columns(ts: list, record: list, local: list, src: list, sport: list, dst: list, dport: list,
-                          seq: list, ack: list, flags: list, payload: list, base: int, streams: list) -> list:
-    """Segments from columns, one list per field (a batch the Spark job's read stage staged), each
-    numbered where the file shows it: pcap record `base + record[i] + 1`, TCP stream
-    `streams[local[i]]` (-1 unknown: not numbered). Compiled, one call per batch, not a Python step per segment."""
+def segments_from_packed(packed: list, base: int, streams: list) -> list:
+    """packed_columns' inverse: the segments of SEGMENT_COLUMNS packed as packed_columns packs them
+    (machine integer arrays, or any buffer of them such as an Arrow buffer's memoryview; (offsets,
+    data) per bytes column), each numbered where the file shows it: pcap record `base + record[i] +
+    1`, TCP stream `streams[stream[i]]` (-1 where the map ends: not numbered). What the Spark job's
+    decode stage makes of a staged batch: compiled, every field goes from the buffers into the
+    segment in C, with no Python object per value on the way."""
+    ts, record, stream, src, sport, dst, dport, seq, ack, flags, payload = packed
+    src_end, src_data = src
+    dst_end, dst_data = dst
+    payload_end, payload_data = payload
+    n = len(ts)
+    known = len(streams)
     out = []
-    for i in range(len(ts)):
+    for i in range(n):
         segment = Segment.__new__(Segment)  # (compiled: no __init__ call; every field is set here)
         segment.ts_ns = ts[i]
-        segment.src = src[i]
+        segment.src = _bytes_of(src_data, src_end[i], src_end[i + 1])
         segment.sport = sport[i]
-        segment.dst = dst[i]
+        segment.dst = _bytes_of(dst_data, dst_end[i], dst_end[i + 1])
         segment.dport = dport[i]
         segment.seq = seq[i]
         segment.ack = ack[i]
         segment.flags = flags[i]
-        segment.payload = payload[i]
+        segment.payload = _bytes_of(payload_data, payload_end[i], payload_end[i + 1])
         segment.record = base + record[i] + 1
-        segment.stream = streams[local[i]] if local[i] < len(streams) else -1
+        local = stream[i]
+        segment.stream = streams[local] if 0 <= local < known else -1
         out.append(segment)
     return out
+
+
+def _bytes_of(data: bytes, start: int, stop: int) -> bytes:
+    """data[start:stop], which must lie within data."""
+    if not 0 <= start <= stop <= len(data):
+        raise ValueError(f"bytes {start}:{stop} of {len(data)}: the offsets do not fit the data")
+    if COMPILED:  # (C functions packets.pxd declares: one copy, no slice object)
+        return PyBytes_FromStringAndSize(PyBytes_AS_STRING(data) + start, stop - start)  # noqa: F821
+    return data[start:stop]
 
 
 _MAX_OFFSET = 0x7FFFFFFF  # Arrow's binary type: 32-bit offsets
 
 
 def packed_columns(segments: list) -> list:
-    """segments_from_columns' inverse, packed the way Arrow lays columns out: for the read stage's
+    """Segments packed the way Arrow lays columns out (segments_from_packed is the inverse): for the read stage's
     SEGMENT_COLUMNS (ts_ns, record, stream, src, sport, dst, dport, seq, ack, flags, payload; a
     segment's `record` and `stream` being its index in the range and local stream there), an
     `array` of machine integers per integer column ("q": int64, "i": int32) and (offsets, data)

@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 from amqp_decode.analytics.common import day
 from amqp_decode.carry import CarryingDecoder
 from amqp_decode.gc_policy import fewer_collections
-from amqp_decode.packets import Segment, segments_from_columns
+from amqp_decode.packets import Segment, segments_from_packed
 from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
 from pipelines.carryover import staged_states
@@ -133,9 +133,27 @@ def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
         with _open_staged(filesystem, path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
-                columns = [column.to_pylist() for column in reader.get_batch(i).columns]
-                for segment in segments_from_columns(*columns, base, stream_map):
+                for segment in segments_from_packed(_packed(reader.get_batch(i)), base, stream_map):
                     yield segment.ts_ns, file_index, segment
+
+
+def _packed(batch: pa.RecordBatch) -> list:
+    """A staged batch's columns as amqp_decode.packets.segments_from_packed takes them, with no
+    Python object per value: each integer column a view of its values, each bytes column its
+    offsets and its data."""
+    packed = []
+    for column in batch.columns:
+        if column.null_count:  # (the read stage stages none)
+            raise ValueError(f"a staged batch has nulls in a column of {column.type}")
+        start, stop = column.offset, column.offset + len(column)
+        buffers = column.buffers()
+        if pa.types.is_binary(column.type):
+            data = buffers[2].to_pybytes() if buffers[2] is not None else b""
+            packed.append((memoryview(buffers[1]).cast("i")[start:stop + 1], data))
+        else:
+            width = "q" if column.type.bit_width == 64 else "i"
+            packed.append(memoryview(buffers[1]).cast(width)[start:stop])
+    return packed
 
 
 def _open_staged(filesystem, path: str):

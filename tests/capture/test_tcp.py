@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment, segments_from_columns
+from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment, packed_columns, segments_from_packed
 from amqp_decode.tcp import HOLE_ACKS, SEQ_MOD, StreamSink, TcpTracker
 
 A, B = (b"\x0a\x00\x00\x01", 40000), (b"\x0a\x00\x00\x02", 5672)
@@ -170,17 +170,18 @@ def test_closed_connections_are_finalised_after_the_grace_period(grace_ns, ended
     assert h.sinks[0].connection.ended == ended_before_finish
 
 
-def test_segments_from_columns_are_the_segments_numbered_as_the_file_shows_them():
-    """The Spark job's decode stage makes its segments from staged columns in one call per batch:
-    every field, the pcap record number after `base`, the file's TCP stream of its local stream
-    (-1 where the map ends: not numbered)."""
+def test_packed_segments_come_back_numbered_as_the_file_shows_them():
+    """The Spark job's decode stage makes its segments from staged columns in one call per batch
+    (segments_from_packed, packed_columns' inverse): every field, the pcap record number after
+    `base`, the file's TCP stream of its local stream (-1 where the map ends: not numbered)."""
     made = [Segment(10, A[0], A[1], B[0], B[1], 7, 0, TCP_SYN, b""),
             Segment(11, B[0], B[1], A[0], A[1], 90, 8, TCP_SYN | TCP_ACK, b""),
-            Segment(12, A[0], A[1], B[0], B[1], 8, 91, TCP_ACK, b"AMQP\x00\x00\x09\x01")]
+            Segment(12, A[0], A[1], B[0], B[1], 2**32 - 1, 91, TCP_ACK, b"AMQP\x00\x00\x09\x01"),
+            Segment(-5, bytes(16), 65535, bytes(range(16)), 1, 0, 2**32 - 1, 0xFF, bytes(range(256)) * 3)]
+    for segment, (record, stream) in zip(made, [(0, 3), (1, 3), (5, 4), (6, 0)]):
+        segment.record, segment.stream = record, stream
     names = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload")
-    columns = {name: [getattr(s, name) for s in made] for name in names}
-    got = segments_from_columns(columns["ts_ns"], [0, 1, 5], [3, 3, 4], columns["src"], columns["sport"],
-                                columns["dst"], columns["dport"], columns["seq"], columns["ack"],
-                                columns["flags"], columns["payload"], 100, [5, 9, 2, 17])
+    got = segments_from_packed(packed_columns(made), 100, [5, 9, 2, 17])
     assert [[getattr(s, name) for name in names] for s in got] == [[getattr(s, name) for name in names] for s in made]
-    assert [(s.record, s.stream) for s in got] == [(101, 17), (102, 17), (106, -1)]
+    assert [(s.record, s.stream) for s in got] == [(101, 17), (102, 17), (106, -1), (107, 5)]
+    assert segments_from_packed(packed_columns([]), 0, []) == []
