@@ -2,7 +2,7 @@
 cimport cython
 from amqp_decode.columns cimport ColumnBuffer, PartColumns
 from amqp_decode.packets cimport PacketParser, Segment
-from amqp_decode.stream_index cimport RangeStreams
+from amqp_decode.stream_index cimport LocalStream, RangeStreams
 
 
 cpdef long bucket_of(bytes src, int sport, bytes dst, int dport, long buckets)
@@ -19,11 +19,10 @@ cdef class SegmentBuckets:
     cdef public PartColumns parts
     cdef public PacketParser parser
     cdef public RangeStreams streams
-    cdef public dict keys
     cdef public dict spans
     cdef public long long records
 
-    @cython.locals(parser=PacketParser, streams=RangeStreams, parts=PartColumns, keys=dict, spans=dict,
+    @cython.locals(parser=PacketParser, streams=RangeStreams, parts=PartColumns, spans=dict, local=LocalStream,
                    count=cython.longlong, read=cython.longlong, ts_ns=cython.longlong, link_type=cython.int,
                    data=bytes, segment=Segment, stream=cython.longlong, bucket=cython.long, span=list)
     cpdef read(self, object records, object report=*)

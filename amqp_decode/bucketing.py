@@ -29,7 +29,6 @@ from amqp_decode.stream_index import RangeStreams
 # A segment's row; `record` is the packet's index in its range, `stream` its local TCP stream.
 SEGMENT_COLUMNS = ("ts_ns", "record", "stream", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload")
 REPORT_EVERY = 4096  # records between two progress reports
-KEYS_HELD = 100_000  # 4-tuples whose bucket is remembered (one hash per connection, not per packet)
 RECORD_HEADER = 16  # bytes a progress report counts per record beyond its data (a pcap record header)
 
 
@@ -76,14 +75,13 @@ class SegmentBuckets:
         self.parts = parts
         self.parser = PacketParser()
         self.streams = RangeStreams()
-        self.keys: dict[tuple, int] = {}  # 4-tuple -> bucket
         self.spans: dict[int, list[int]] = {}  # bucket -> [earliest, latest] time (a file's may go back)
         self.records = 0  # records read so far (kept when reading fails part-way)
 
     def read(self, records, report=None) -> None:
         """Every record of `records`; `report(bytes, packets)` every REPORT_EVERY records and once
         at the end, also when reading fails part-way (what was read is counted)."""
-        parser, streams, parts, keys, spans = self.parser, self.streams, self.parts, self.keys, self.spans
+        parser, streams, parts, spans = self.parser, self.streams, self.parts, self.spans
         count = self.records
         read = 0
         try:
@@ -95,15 +93,11 @@ class SegmentBuckets:
                 if segment is not None:
                     stream = streams.segment(segment.src, segment.sport, segment.dst, segment.dport,
                                              segment.flags, segment.seq, ts_ns)
-                    key = (segment.src, segment.sport, segment.dst, segment.dport)
-                    known = keys.get(key)
-                    if known is None:
-                        if len(keys) >= KEYS_HELD:
-                            keys.clear()
-                        bucket = bucket_of(segment.src, segment.sport, segment.dst, segment.dport, self.buckets)
-                        keys[key] = bucket
-                    else:
-                        bucket = known
+                    local = streams.last  # the packet's local stream: its bucket is hashed once
+                    bucket = local.bucket
+                    if bucket < 0:
+                        bucket = local.bucket = bucket_of(segment.src, segment.sport, segment.dst, segment.dport,
+                                                          self.buckets)
                     span = spans.get(bucket)
                     if span is None:
                         spans[bucket] = [ts_ns, ts_ns]

@@ -106,10 +106,10 @@ class CarryingDecoder:
                 states.append(SavedState(tuple_key(*tcp.a, *tcp.b), amqp.id, tcp.last_ts_ns, closing_source, blob))
                 carried.add(amqp.id)
         self.source = closing_source
-        record = self.tabulator.record
+        tabulator = self.tabulator  # (called through its type: a bound method taken out compiles to a mistyped wrapper)
         for item in self.decoder.finish():
             self.provisional = item.connection in carried
-            record(item)
+            tabulator.record(item)
         self.provisional = False
         return states
 

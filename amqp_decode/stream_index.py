@@ -24,14 +24,34 @@ from __future__ import annotations
 
 from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
 
-# A local stream: [key, opening SYN's direction (-1: none), its sequence number, first sequence
-# number per direction (-1: none seen), last packet's time, how it ended (ENDED_* bits), its local
-# number, its index in the file once FileStreams placed it (-1: not placed)]. The key orders the
-# endpoints (lower first); direction 0 is from the lower one.
-KEY, OPENER, OPENER_SEQ, FIRST, LAST_TS, ENDED, LOCAL, PLACED = 0, 1, 2, 3, 4, 5, 6, 7
 ENDED_BOTH = 3  # bit 0: a FIN from the lower endpoint, bit 1: from the higher; a RST sets both
 GRACE_NS = 300 * 10**9  # well past TIME_WAIT (60 s on Linux): no late segment of the old connection comes after
 FORGET_EVERY = 1024  # FileStreams looks for ended conversations each time this many more have opened
+
+
+class LocalStream:
+    """A conversation as one range saw it from its first packet (or from a SYN that may open a
+    new conversation on the same addresses and ports) on: what the rule needs of it. Its key orders
+    the endpoints (lower first); direction 0 is from the lower one."""
+
+    __slots__ = ("key", "opener", "opener_seq", "first_lower", "first_higher", "last_ts", "ended", "local", "placed",
+                 "bucket")
+
+    def __init__(self, key: tuple, opener: int, opener_seq: int, first_lower: int, first_higher: int, last_ts: int,
+                 ended: int, local: int) -> None:
+        self.key = key
+        self.opener = opener  # the opening SYN's direction (-1: none)
+        self.opener_seq = opener_seq  # its sequence number
+        self.first_lower = first_lower  # the first sequence number per direction (-1: none seen)
+        self.first_higher = first_higher
+        self.last_ts = last_ts  # its last packet's time
+        self.ended = ended  # how it ended (ENDED_* bits)
+        self.local = local  # its local number in the range
+        self.placed = -1  # its index in the file once FileStreams placed it
+        self.bucket = -1  # its connection's bucket once a reader sorted it (amqp_decode.bucketing)
+
+    def first(self, direction: int) -> int:
+        return self.first_lower if direction == 0 else self.first_higher
 
 
 class RangeStreams:
@@ -40,10 +60,10 @@ class RangeStreams:
     def __init__(self, keep: bool = True) -> None:
         """`keep`: keep every local stream in `streams` (a range's reader hands them all on);
         otherwise only `current` holds them, and `forget_ended` can drop those that ended."""
-        self.streams: list[list] | None = [] if keep else None
-        self.current: dict[tuple, list] = {}  # key -> its latest local stream
+        self.streams: list[LocalStream] | None = [] if keep else None
+        self.current: dict[tuple, LocalStream] = {}  # key -> its latest local stream
         self.count = 0
-        self.last: list | None = None  # the last segment's local stream
+        self.last: LocalStream | None = None  # the last segment's local stream
         # Its endpoints as that segment gave them: most packets belong to the same conversation
         # as the one before (83% of a busy capture's), which then needs no key and no lookup.
         self.last_src = self.last_dst = b""
@@ -64,13 +84,15 @@ class RangeStreams:
             stream, direction = self._lookup(src, sport, dst, dport, syn, seq, ts_ns)
             self.last_src, self.last_sport, self.last_dst, self.last_dport = src, sport, dst, dport
             self.last_direction = direction
-        first = stream[FIRST]
-        if first[direction] < 0:
-            first[direction] = seq
-        stream[LAST_TS] = ts_ns
+        if direction == 0:
+            if stream.first_lower < 0:
+                stream.first_lower = seq
+        elif stream.first_higher < 0:
+            stream.first_higher = seq
+        stream.last_ts = ts_ns
         if flags & (TCP_FIN | TCP_RST):
-            stream[ENDED] |= ENDED_BOTH if flags & TCP_RST else 1 << direction
-        return stream[LOCAL]
+            stream.ended |= ENDED_BOTH if flags & TCP_RST else 1 << direction
+        return stream.local
 
     def _lookup(self, src: bytes, sport: int, dst: bytes, dport: int, syn: bool, seq: int, ts_ns: int) -> tuple:
         """(the local stream, the packet's direction in it) by the conversation's key; a SYN that
@@ -81,7 +103,7 @@ class RangeStreams:
             key, direction = (dst, dport, src, sport), 1
         stream = self.current.get(key)
         if stream is None or syn and not _same_opener(stream, direction, seq):
-            stream = [key, direction if syn else -1, seq if syn else -1, [-1, -1], ts_ns, 0, self.count, -1]
+            stream = LocalStream(key, direction if syn else -1, seq if syn else -1, -1, -1, ts_ns, 0, self.count)
             self.count += 1
             self.current[key] = stream
             if self.streams is not None:
@@ -92,15 +114,15 @@ class RangeStreams:
     def forget_ended(self, before_ns: int) -> None:
         """Drop the local streams that ended and were quiet since before `before_ns`."""
         for key, stream in list(self.current.items()):
-            if stream[ENDED] == ENDED_BOTH and stream[LAST_TS] < before_ns:
+            if stream.ended == ENDED_BOTH and stream.last_ts < before_ns:
                 del self.current[key]
                 if stream is self.last:  # its next packet is looked up: a new local stream
                     self.last_sport = -1
 
 
-def _same_opener(stream: list, direction: int, seq: int) -> bool:
+def _same_opener(stream: LocalStream, direction: int, seq: int) -> bool:
     """A retransmitted SYN: Wireshark keeps it in the conversation it opened."""
-    return stream[OPENER] == direction and stream[OPENER_SEQ] == seq
+    return stream.opener == direction and stream.opener_seq == seq
 
 
 class StreamIndex:
@@ -112,22 +134,22 @@ class StreamIndex:
         # stream, how its earlier local streams ended]
         self.conversations: dict[tuple, list] = {}
 
-    def place(self, stream: list) -> int:
+    def place(self, stream: LocalStream) -> int:
         """The index of a local stream (all earlier local streams of the file placed already). Its
         first sequence numbers are read when the next local stream of its key is placed, so a
         single-pass reader can place it as soon as it opens."""
-        key = stream[KEY]
+        key = stream.key
         conversation = self.conversations.get(key)
         if conversation is not None:
             base, latest = conversation[1], conversation[2]
             for direction in (0, 1):
                 if base[direction] < 0:
-                    base[direction] = latest[FIRST][direction]
-            opener = stream[OPENER]
-            if opener >= 0 and base[opener] >= 0 and base[opener] != stream[OPENER_SEQ]:
+                    base[direction] = latest.first(direction)
+            opener = stream.opener
+            if opener >= 0 and base[opener] >= 0 and base[opener] != stream.opener_seq:
                 conversation = None  # a reused port: a new conversation
             else:
-                conversation[3] |= latest[ENDED]
+                conversation[3] |= latest.ended
         if conversation is None:
             conversation = self.conversations[key] = [self.count, [-1, -1], stream, 0]
             self.count += 1
@@ -138,7 +160,7 @@ class StreamIndex:
         """Drop the conversations that ended and were quiet since before `before_ns`."""
         for key, conversation in list(self.conversations.items()):
             latest = conversation[2]
-            if (conversation[3] | latest[ENDED]) == ENDED_BOTH and latest[LAST_TS] < before_ns:
+            if (conversation[3] | latest.ended) == ENDED_BOTH and latest.last_ts < before_ns:
                 del self.conversations[key]
 
 
@@ -152,11 +174,11 @@ class FileStreams:
     def segment(self, src: bytes, sport: int, dst: bytes, dport: int, flags: int, seq: int, ts_ns: int) -> int:
         self.local.segment(src, sport, dst, dport, flags, seq, ts_ns)
         stream = self.local.last
-        if stream[PLACED] < 0:  # it has just opened
-            stream[PLACED] = self.index.place(stream)
+        if stream.placed < 0:  # it has just opened
+            stream.placed = self.index.place(stream)
             if self.local.count % FORGET_EVERY == 0:
                 self.forget_ended(ts_ns - GRACE_NS)
-        return stream[PLACED]
+        return stream.placed
 
     def forget_ended(self, before_ns: int) -> None:
         self.local.forget_ended(before_ns)

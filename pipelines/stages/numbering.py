@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from amqp_decode.stream_index import ENDED, FIRST, GRACE_NS, KEY, LAST_TS, OPENER, OPENER_SEQ, StreamIndex
+from amqp_decode.stream_index import GRACE_NS, LocalStream, StreamIndex
 from pipelines.tablefiles import filesystem_of
 
 # A unit's local streams, in order (row i: local stream i), as amqp_decode.stream_index keeps them
@@ -36,14 +36,13 @@ def tcp_streams_path(staging: str, unit: int) -> str:
     return f"{staging}/u{unit:06d}-tcp-streams.arrow"
 
 
-def stage_streams(staging: str, unit: int, streams: list[list]) -> None:
+def stage_streams(staging: str, unit: int, streams: list[LocalStream]) -> None:
     """A reading task's local streams (RangeStreams.streams), for number_units."""
     columns: list[list] = [[] for _ in STREAMS]
     for stream in streams:
-        a, a_port, b, b_port = stream[KEY]
-        first = stream[FIRST]
-        for column, value in zip(columns, (a, a_port, b, b_port, stream[OPENER], stream[OPENER_SEQ], first[0],
-                                           first[1], stream[LAST_TS], stream[ENDED])):
+        a, a_port, b, b_port = stream.key
+        for column, value in zip(columns, (a, a_port, b, b_port, stream.opener, stream.opener_seq, stream.first_lower,
+                                           stream.first_higher, stream.last_ts, stream.ended)):
             column.append(value)
     _write(staging, streams_path, unit, pa.table(columns, schema=STREAMS))
 
@@ -66,7 +65,7 @@ def number_units(plans, staged: dict, staging: str) -> dict[int, int]:
             placed = [index.place(stream) for stream in streams]
             _write(staging, tcp_streams_path, unit.unit, pa.table([pa.array(placed, pa.int64())], schema=TCP_STREAMS))
             if streams:  # the units after this one begin where it ends
-                index.forget_ended(max(stream[LAST_TS] for stream in streams) - GRACE_NS)
+                index.forget_ended(max(stream.last_ts for stream in streams) - GRACE_NS)
     return bases
 
 
@@ -76,13 +75,13 @@ def tcp_streams_of(staging: str, unit: int) -> list[int]:
     return [] if table is None else table.column(0).to_pylist()
 
 
-def _staged_streams(staging: str, unit: int) -> list[list]:
+def _staged_streams(staging: str, unit: int) -> list[LocalStream]:
     table = _read(staging, streams_path, unit)
     if table is None:  # its reading failed before it staged anything
         return []
-    return [[(a, a_port, b, b_port), opener, opener_seq, [first_a, first_b], last_ts, ended]
-            for a, a_port, b, b_port, opener, opener_seq, first_a, first_b, last_ts, ended
-            in zip(*(column.to_pylist() for column in table.columns))]
+    return [LocalStream((a, a_port, b, b_port), opener, opener_seq, first_a, first_b, last_ts, ended, local)
+            for local, (a, a_port, b, b_port, opener, opener_seq, first_a, first_b, last_ts, ended)
+            in enumerate(zip(*(column.to_pylist() for column in table.columns)))]
 
 
 def _read(staging: str, path_of, unit: int) -> pa.Table | None:

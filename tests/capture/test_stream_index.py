@@ -104,6 +104,6 @@ def test_a_file_read_in_ranges_forgets_between_ranges_and_numbers_as_one_pass():
         mapped = [index.place(stream) for stream in local.streams]
         placed += [mapped[n] for n in numbers]
         held = max(held, len(index.conversations))
-        index.forget_ended(max(s[4] for s in local.streams) - GRACE_NS)
+        index.forget_ended(max(s.last_ts for s in local.streams) - GRACE_NS)
     assert placed == reference
     assert held <= len(packets) // 10 // 4 + GRACE_NS // SECOND + 2  # one range's conversations, not 20,001
