@@ -39,7 +39,7 @@ cdef long long _MAX_OFFSET
 cpdef list packed_columns(list segments)
 
 
-@cython.locals(segment=Segment, seq=cython.longlong, ack=cython.longlong)
+@cython.locals(segment=Segment, seq=cython.longlong, ack=cython.longlong, start=cython.Py_ssize_t)
 cdef inline Segment _segment(long long ts_ns, bytes src, bytes dst, bytes data, Py_ssize_t tcp, Py_ssize_t end)
 
 

@@ -169,7 +169,7 @@ class PacketParser:
             total = (data[16] << 8) | data[17]
             end = 14 + total if header <= total <= len(data) - 14 else len(data)
             if header >= 20 and tcp + 20 <= end:
-                return _segment(ts_ns, data[26:30], data[30:34], data, tcp, end)
+                return _segment(ts_ns, _bytes_of(data, 26, 30), _bytes_of(data, 30, 34), data, tcp, end)
         ip = self._link(link_type, data)
         if ip is None:
             return None
@@ -311,9 +311,10 @@ class PacketParser:
 
 
 def _segment(ts_ns: int, src: bytes, dst: bytes, data: bytes, tcp: int, end: int) -> Segment:
-    """The segment of the TCP header at `tcp` in `data` (its 20 bytes there), its payload up to `end`.
-    The fields are read octet by octet (compiled: C loads, no struct call, no tuple of boxed
-    integers) and the segment made without a call to its __init__."""
+    """The segment of the TCP header at `tcp` in `data` (its 20 bytes there), its payload up to `end`
+    (at most len(data)). The fields are read octet by octet (compiled: C loads, no struct call, no
+    tuple of boxed integers), the payload copied out without a slice object, and the segment made
+    without a call to its __init__."""
     segment = Segment.__new__(Segment)
     segment.ts_ns = ts_ns
     segment.src = src
@@ -324,7 +325,8 @@ def _segment(ts_ns: int, src: bytes, dst: bytes, data: bytes, tcp: int, end: int
     segment.seq = (seq << 24) | (data[tcp + 5] << 16) | (data[tcp + 6] << 8) | data[tcp + 7]
     segment.ack = (ack << 24) | (data[tcp + 9] << 16) | (data[tcp + 10] << 8) | data[tcp + 11]
     segment.flags = data[tcp + 13]
-    segment.payload = data[tcp + (data[tcp + 12] >> 4) * 4:end]
+    start = tcp + (data[tcp + 12] >> 4) * 4
+    segment.payload = _bytes_of(data, start if start < end else end, end)  # (a data offset past the end: none)
     segment.record = 0
     segment.stream = -1
     return segment

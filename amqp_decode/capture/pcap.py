@@ -353,7 +353,11 @@ def scan_records(buf: bytes, p: int, stop_at: int, last_sec: int, rules: PcapRul
         end = p + header + caplen
         if p >= stop_at or end > n:
             return PLAUSIBLE, p, last_sec
-        out.append((sec * 1_000_000_000 + sub * scale, link_type, buf[p + header:end]))
+        if COMPILED:  # (pcap.pxd's C functions: one copy, no slice object; end <= n above)
+            record = PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + p + header, end - p - header)  # noqa: F821
+        else:
+            record = buf[p + header:end]
+        out.append((sec * 1_000_000_000 + sub * scale, link_type, record))
         last_sec = sec
         p = end
     return NEEDS_BYTES, p, last_sec

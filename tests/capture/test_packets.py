@@ -60,3 +60,17 @@ def test_sequence_numbers_with_the_high_bit_set_are_read_unsigned(seq, ack):
     assert (segment.sport, segment.seq, segment.ack, segment.payload) == (65535, seq, ack, b"AMQP\x00\x00\x09\x01")
     assert _reference(1, data) == (segment.src, segment.sport, segment.dst, segment.dport, segment.seq, segment.ack,
                                    segment.flags, segment.payload)
+
+
+@pytest.mark.parametrize("link_type, strip", [(1, 0), (101, 14)], ids=["ethernet", "raw-ip"])
+@pytest.mark.parametrize("data_offset, payload", [(15, b""), (7, b""), (6, b"PQ"), (5, b"\x00\x00\x00\x00PQ")])
+def test_a_data_offset_past_the_segment_leaves_no_payload_rather_than_an_error(link_type, strip, data_offset, payload):
+    """A TCP header claiming more 32-bit words than the segment holds: the payload is what lies after
+    the claimed header within the segment, none when it claims past the end (as a slice would give;
+    compiled, the copy is made without a slice and must not read past the segment)."""
+    from scapy.layers.l2 import Ether
+    data = bytearray(bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=5672, dport=40000, flags="PA")
+                           / b"\x00\x00\x00\x00PQ"))
+    data[14 + 20 + 12] = data_offset << 4  # the TCP header's data offset (the IP header is 20 bytes)
+    segment = PacketParser().parse(7, link_type, bytes(data[strip:]))
+    assert (segment.sport, segment.dport, segment.flags, segment.payload) == (5672, 40000, 0x18, payload)
