@@ -2,7 +2,7 @@
 # A line is written into the writer's buffer through a C pointer (pieces copied with memcpy,
 # digits stored one by one), the record's fields read as C members.
 cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.string cimport memcpy
 from amqp_decode.record cimport Record
 
@@ -32,6 +32,7 @@ cdef class LineWriter:
     cpdef line(self, Record record)
     @cython.locals(piece=bytes)
     cdef bytes _piece(self, object key)
+    cdef bytes _line(self)
     cdef _put(self, bytes piece)
     @cython.locals(size=Py_ssize_t, n=Py_ssize_t)
     cdef _put_part(self, bytes piece, Py_ssize_t start, Py_ssize_t stop)

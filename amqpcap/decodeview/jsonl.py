@@ -144,7 +144,7 @@ class LineWriter:
             self._put(b",")
             self._put_part(nested, comma + 2, len(nested) - 2)
             self._put(b"\n")
-            return self.buf[:self.n]
+            return self._line()
         if shape is _BODY:
             self._put(_BODY_FRAME_SIZE)
             self._number(record.body_frame_size)
@@ -168,7 +168,7 @@ class LineWriter:
             self._put(_RAW)
             self._put(_rendered(record.raw))
         self._put(_END)
-        return self.buf[:self.n]
+        return self._line()
 
     # -- pieces ----------------------------------------------------------------------------------
 
@@ -200,6 +200,12 @@ class LineWriter:
                 + _rendered(key[3]) + _CHANNEL)
 
     # -- writing ---------------------------------------------------------------------------------
+
+    def _line(self) -> bytes:
+        """The line written, as bytes (compiled: one copy, no slice object)."""
+        if COMPILED:  # (PyBytes_FromStringAndSize: a C function jsonl.pxd declares)
+            return PyBytes_FromStringAndSize(self.data, self.n)  # noqa: F821
+        return bytes(memoryview(self.buf)[:self.n])
 
     def _put(self, piece: bytes) -> None:
         self._put_part(piece, 0, len(piece))
