@@ -13,23 +13,21 @@ bounded by choosing the number of parts from the input's size (`flow_parts`).
 from __future__ import annotations
 
 import math
-import zlib
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, column_flows, flow_key
+from amqp_decode.analytics.message_flows import SIDE_COLUMNS, SideParts, column_flows
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
 from pipelines.worker import prepare_worker
 
-_COLUMNS = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
 _TYPES = {**{f.name: f.type for f in DELIVERIES.arrow()}, **{f.name: f.type for f in PUBLISHES.arrow()}}
 SIDES = pa.schema([("key", pa.string()), ("ts_ns", pa.int64()), ("is_delivery", pa.bool_()),
-                   *[(name, _TYPES[name]) for name in _COLUMNS]])
+                   *[(name, _TYPES[name]) for name in SIDE_COLUMNS]])
 # Ties in (key, time, side) are broken by who sent and where, so that pairs never depend on the
 # order tasks ran in.
 SORT = [("key", "ascending"), ("ts_ns", "ascending"), ("is_delivery", "ascending"), ("connection", "ascending"),
@@ -41,7 +39,6 @@ HELD_ROWS = 16_384
 # ~200 bytes of Arrow; a message takes at least about as many on the wire).
 BYTES_PER_PART = 128 << 20
 SLICE_ROWS = 8192  # sorted sides turned into Python values at a time
-KEYS_HELD = 16_384
 
 
 def flow_parts(traffic_bytes: int, minimum: int) -> int:
@@ -57,35 +54,17 @@ def sides_dir(staging: str) -> str:
 class FlowSides:
     """Collects one task's publishes and deliveries rows as match sides, one IPC file per part."""
 
-
     def __init__(self, staging: str, tag: str, parts: int) -> None:
         filesystem, root = filesystem_of(sides_dir(staging))
         self.parts = parts
         self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS,
                                  HELD_ROWS)
-        # key -> part, so that a message's later sides skip the hash; cleared when full, for a
-        # task's memory must not grow with its input (a message's sides come close together)
-        self.keys: dict[str, int] = {}
+        self.sides = SideParts(parts, self.files.parts.add)
 
     def tap(self, writer) -> None:
         """Take the publishes and deliveries rows a table writer (pipelines.tablefiles) receives."""
         for table in (PUBLISHES, DELIVERIES):
-            writer.columns.taps[table.name] = self.add
-
-    def add(self, table, row: dict) -> None:
-        if table is PUBLISHES:
-            is_delivery, time = False, row["published_ns"]
-        elif table is DELIVERIES:
-            is_delivery, time = True, row["delivered_ns"]
-        else:
-            return
-        key = flow_key(row)
-        part = self.keys.get(key)
-        if part is None:
-            if len(self.keys) >= KEYS_HELD:
-                self.keys.clear()
-            part = self.keys[key] = zlib.crc32(key.encode()) % self.parts
-        self.files.add(part, (key, time, is_delivery, *map(row.get, _COLUMNS)))
+            writer.columns.taps[table.name] = self.sides.see
 
     def close(self) -> None:
         self.files.close()
