@@ -12,7 +12,7 @@ HOT_MODULES = ("packets", "tcp", "frames", "record", "stream", "codec", "fields"
                "capture.pcap", "capture.pcapng", "capture.source", "capture.boundaries",
                "analytics.connection", "analytics.deliveries", "analytics.publishes", "analytics.rpc_calls",
                "analytics.channels", "analytics.heartbeats", "analytics.connections", "analytics.errors",
-               "analytics.flow_control", "analytics.common", "analytics.message_flows")
+               "analytics.flow_control", "analytics.common", "analytics.message_flows", "analytics.table_rows")
 
 def prefer_sources(package: str, modules: tuple[str, ...]) -> None:
     """`package`'s hot `modules` load from their .py files, even where compiled ones exist."""

@@ -18,12 +18,12 @@ from amqp_decode.columns cimport TypedRow
 from amqp_decode.record cimport Record
 
 
-cdef class _Row(TypedRow):
+cdef class TableRow(TypedRow):
     pass
 
 
 # The fields are the table's columns, in its order (a test holds them to tables.FRAMES).
-cdef class FrameRow(_Row):
+cdef class FrameRow(TableRow):
     cdef public object date, connection, capture, pcap_record, pcap_record_last, tcp_stream, ts, ts_ns
     cdef public object ts_last_ns, client, server, direction, channel, kind, stream_offset, frame_bytes
     cdef public object method, class_id, method_id, exchange, routing_key, queue, consumer_tag, delivery_tag
@@ -38,7 +38,7 @@ cdef class FrameRow(_Row):
 
 
 # The same for tables.MESSAGES.
-cdef class MessageRow(_Row):
+cdef class MessageRow(TableRow):
     cdef public object date, connection, capture, pcap_record, pcap_record_last, tcp_stream, ts, ts_ns
     cdef public object client, server, direction, channel, method, stream_offset, message_key, exchange
     cdef public object routing_key, delivery_tag, consumer_tag, redelivered, mandatory, reply_code

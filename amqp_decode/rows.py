@@ -121,10 +121,11 @@ FRAME_FIELDS = tuple(FRAMES.names)
 MESSAGE_FIELDS = tuple(MESSAGES.names)
 
 
-class _Row(TypedRow):
-    """What both typed rows offer besides their fields: a read-only mapping of column name to
-    value (`row["method"]`, `row.get(...)`, `row.items()`, `dict(row)`), for tests and tools, never
-    the hot path; equal to a dict of the same columns."""
+class TableRow(TypedRow):
+    """What every typed row (these, amqp_decode.analytics.table_rows) offers besides its fields: a
+    mapping of column name to value (`row["method"]`, `row.get(...)`, `row.items()`, `dict(row)`,
+    `row.update(source=...)`), for tests and tools, never the hot path; equal to a dict of the same
+    columns."""
 
     @classmethod
     def from_dict(cls, values: dict):
@@ -160,6 +161,14 @@ class _Row(TypedRow):
     def keys(self) -> tuple:
         return self.fields()
 
+    def update(self, values=(), **more) -> None:
+        """Columns set from a mapping or (name, value) pairs and keywords, as dict.update (a name that
+        is not a column: KeyError)."""
+        for name, value in [*(values.items() if hasattr(values, "items") else values), *more.items()]:
+            if name not in self.fields():
+                raise KeyError(name)
+            setattr(self, name, value)
+
     def items(self) -> list:
         return [(name, getattr(self, name)) for name in self.fields()]
 
@@ -167,7 +176,7 @@ class _Row(TypedRow):
         return {name: getattr(self, name) for name in self.fields()}
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, _Row):
+        if isinstance(other, TableRow):
             other = other.as_dict()
         return isinstance(other, dict) and self.as_dict() == other
 
@@ -175,7 +184,7 @@ class _Row(TypedRow):
         return f"{type(self).__name__}({self.as_dict()!r})"
 
 
-class FrameRow(_Row):
+class FrameRow(TableRow):
     """One `frames` row (tables.FRAMES). Fields not set are null; `parsed_args` caches the parsed
     args_json for the rules that need more than the typed argument columns."""
 
@@ -198,7 +207,7 @@ class FrameRow(_Row):
                 self.provisional, self.run_id)
 
 
-class MessageRow(_Row):
+class MessageRow(TableRow):
     """One `messages` row (tables.MESSAGES). Fields not set are null."""
 
     def fields(self) -> tuple:

@@ -1,5 +1,7 @@
 # Types for the compiled build of deliveries.py (Cython pure Python mode): the .py is the source.
+cimport cython
 from amqp_decode.analytics.common cimport micros
+from amqp_decode.analytics.table_rows cimport DeliveryRow
 from amqp_decode.rows cimport FrameRow, MessageRow, message_key
 
 
@@ -18,6 +20,10 @@ cdef class DeliveryRules:
     cdef public bint in_order
 
     cpdef method(self, FrameRow row, int instance, MessageRow message=*)
+    @cython.locals(delivery=DeliveryRow)
+    cpdef end(self, object closed_ns)
+    @cython.locals(delivery=DeliveryRow)
     cpdef _close(self, object at_ns, str outcome)
-    cpdef dict _delivery(self, FrameRow row, object queue, MessageRow message)
-    cpdef _settled(self, dict delivery, str outcome, object at_ns, object requeue, bint multiple)
+    @cython.locals(delivery=DeliveryRow)
+    cpdef DeliveryRow _delivery(self, FrameRow row, object queue, MessageRow message)
+    cpdef _settled(self, DeliveryRow delivery, str outcome, object at_ns, object requeue, bint multiple)

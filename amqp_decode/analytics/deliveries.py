@@ -16,6 +16,7 @@ consumers are held.
 from __future__ import annotations
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
+from amqp_decode.analytics.table_rows import DeliveryRow
 from amqp_decode.rows import FrameRow, MessageRow, message_key
 from amqp_decode.tables import DELIVERIES
 
@@ -40,7 +41,7 @@ class DeliveryRules:
         self.consumers: dict[str, tuple] = {}  # consumer tag -> (queue, no_ack)
         self.pending_consumes: list[tuple] = []  # (queue, no_ack) of consumes awaiting consume-ok
         self.pending_gets: list[tuple] = []  # (queue, no_ack) of gets awaiting get-ok / get-empty
-        self.outstanding: dict[int, dict] = {}  # delivery tag -> row, in delivery order
+        self.outstanding: dict[int, DeliveryRow] = {}  # delivery tag -> row, in delivery order
         # Tags grow within a lifetime, so a multiple ack settles a prefix of `outstanding`; a capture
         # that breaks the order (it should not happen) falls back to scanning them all.
         self.last_tag = -1
@@ -108,7 +109,7 @@ class DeliveryRules:
         """The connection ended; `closed_ns`: when a close method or the TCP end closed it (None
         when the capture ended first)."""
         for delivery in self.outstanding.values():
-            if closed_ns is not None and closed_ns >= delivery["delivered_ns"]:
+            if closed_ns is not None and closed_ns >= delivery.delivered_ns:
                 self._settled(delivery, "connection-closed", closed_ns, None, False)
             else:
                 self._settled(delivery, "unsettled", None, None, False)
@@ -120,32 +121,40 @@ class DeliveryRules:
         self.outstanding.clear()
         self.last_tag, self.in_order = -1, True
 
-    def _delivery(self, row: FrameRow, queue, message: MessageRow | None) -> dict:
-        # (its keys in the table's column order, every one there from the start: the table writer
-        # reads such a row in one walk, and settling it only replaces values)
-        delivery = {"date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
-                    "server": row.server, "channel": row.channel, "channel_instance": self.instance,
-                    "method": row.method,
-                    "message_key": message_key(row.connection, row.direction, row.stream_offset),
-                    "delivery_tag": row.delivery_tag,
-                    "consumer_tag": row.consumer_tag, "queue": queue, "exchange": row.exchange,
-                    "routing_key": row.routing_key, "redelivered": row.redelivered,
-                    "delivered_at": micros(row.ts_ns), "delivered_ns": row.ts_ns, "outcome": None, "requeue": None,
-                    "settled_at": None, "settled_ns": None, "settle_latency_ms": None, "settled_by_multiple": None,
-                    "message_id": None, "correlation_id": None, "app_id": None, "body_size": None,
-                    "body_sha256": None, "source": None, "provisional": None}
+    def _delivery(self, row: FrameRow, queue, message: MessageRow | None) -> DeliveryRow:
+        delivery = DeliveryRow.__new__(DeliveryRow)
+        delivery.date = row.date
+        delivery.connection = row.connection
+        delivery.capture = row.capture
+        delivery.client = row.client
+        delivery.server = row.server
+        delivery.channel = row.channel
+        delivery.channel_instance = self.instance
+        delivery.method = row.method
+        delivery.message_key = message_key(row.connection, row.direction, row.stream_offset)
+        delivery.delivery_tag = row.delivery_tag
+        delivery.consumer_tag = row.consumer_tag
+        delivery.queue = queue
+        delivery.exchange = row.exchange
+        delivery.routing_key = row.routing_key
+        delivery.redelivered = row.redelivered
+        delivery.delivered_at = micros(row.ts_ns)
+        delivery.delivered_ns = row.ts_ns
         if message is not None:
-            delivery.update(message_id=message.message_id, correlation_id=message.correlation_id,
-                            app_id=message.app_id, body_size=message.body_size, body_sha256=message.body_sha256)
+            delivery.message_id = message.message_id
+            delivery.correlation_id = message.correlation_id
+            delivery.app_id = message.app_id
+            delivery.body_size = message.body_size
+            delivery.body_sha256 = message.body_sha256
         return delivery
 
-    def _settled(self, delivery: dict, outcome: str, at_ns, requeue, multiple: bool) -> None:
-        delivery["outcome"] = outcome
-        delivery["requeue"] = requeue
-        delivery["settled_at"] = micros(at_ns)
-        delivery["settled_ns"] = at_ns
-        delivery["settle_latency_ms"] = (at_ns - delivery["delivered_ns"]) / 1e6 if at_ns is not None else None
-        delivery["settled_by_multiple"] = multiple
+    def _settled(self, delivery: DeliveryRow, outcome: str, at_ns, requeue, multiple: bool) -> None:
+        delivery.outcome = outcome
+        delivery.requeue = requeue
+        delivery.settled_at = micros(at_ns)
+        delivery.settled_ns = at_ns
+        delivery.settle_latency_ms = (at_ns - delivery.delivered_ns) / 1e6 if at_ns is not None else None
+        delivery.settled_by_multiple = multiple
         self.emit(DELIVERIES, delivery)
 
 

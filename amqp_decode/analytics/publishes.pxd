@@ -1,6 +1,7 @@
 # Types for the compiled build of publishes.py (Cython pure Python mode): the .py is the source.
 cimport cython
 from amqp_decode.analytics.common cimport micros
+from amqp_decode.analytics.table_rows cimport PublishRow
 from amqp_decode.rows cimport FrameRow, MessageRow, message_key
 
 
@@ -9,7 +10,7 @@ cdef tuple _LIFETIME_ENDS
 
 
 cdef class _Publish:
-    cdef public object row
+    cdef public PublishRow row
     cdef public bint confirm
     cdef public bint tx
     cdef public bint returnable
@@ -28,8 +29,11 @@ cdef class PublishRules:
     cdef public list in_tx
 
     cpdef _begin(self, int instance)
-    @cython.locals(publish=_Publish, match=_Publish)
+    @cython.locals(publish=_Publish, match=_Publish, returned=PublishRow, confirmed=PublishRow)
     cpdef method(self, FrameRow row, int instance, MessageRow message)
+    @cython.locals(publish=_Publish)
+    cpdef end(self)
+    @cython.locals(published=PublishRow, publish=_Publish)
     cpdef _publish(self, FrameRow row, MessageRow message)
     cpdef _expire_returns(self, object now_ns)
     cpdef _release(self, _Publish publish)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import deque
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
+from amqp_decode.analytics.table_rows import PublishRow
 from amqp_decode.rows import FrameRow, MessageRow, message_key
 from amqp_decode.tables import PUBLISHES
 
@@ -36,7 +37,7 @@ class _Publish:
 
     __slots__ = ("row", "confirm", "tx", "returnable")
 
-    def __init__(self, row: dict) -> None:
+    def __init__(self, row: PublishRow) -> None:
         self.row = row
         self.confirm = self.tx = self.returnable = False
 
@@ -79,7 +80,7 @@ class PublishRules:
         elif method in ("tx.commit", "tx.rollback") and from_client:
             outcome = "committed" if method == "tx.commit" else "rolled-back"
             for publish in self.in_tx:
-                publish.row["tx_outcome"] = outcome
+                publish.row.tx_outcome = outcome
                 publish.tx = False
                 self._maybe_final(publish)
             self.in_tx = []
@@ -88,12 +89,15 @@ class PublishRules:
         elif method == "basic.return" and not from_client:
             match = None
             for publish in self.returnable:  # (a loop, not next(generator): compiled, no closure)
-                if publish.row["exchange"] == row.exchange and publish.row["routing_key"] == row.routing_key:
+                if publish.row.exchange == row.exchange and publish.row.routing_key == row.routing_key:
                     match = publish
                     break
             if match is not None:
                 self.returnable.remove(match)
-                match.row.update(returned=True, return_code=row.reply_code, return_text=row.reply_text)
+                returned = match.row
+                returned.returned = True
+                returned.return_code = row.reply_code
+                returned.return_text = row.reply_text
                 match.returnable = False
                 self._maybe_final(match)
         elif method in ("basic.ack", "basic.nack") and not from_client and self.confirming:
@@ -109,9 +113,12 @@ class PublishRules:
             outcome = "ack" if method == "basic.ack" else "nack"
             for seq in covered:
                 publish = self.outstanding.pop(seq)
-                publish.row.update(confirm_outcome=outcome, confirmed_at=micros(row.ts_ns), confirmed_ns=row.ts_ns,
-                                   confirmed_by_multiple=multiple,
-                                   confirm_latency_ms=(row.ts_ns - publish.row["published_ns"]) / 1e6)
+                confirmed = publish.row
+                confirmed.confirm_outcome = outcome
+                confirmed.confirmed_at = micros(row.ts_ns)
+                confirmed.confirmed_ns = row.ts_ns
+                confirmed.confirm_latency_ms = (row.ts_ns - confirmed.published_ns) / 1e6
+                confirmed.confirmed_by_multiple = multiple
                 publish.confirm = False
                 if publish.returnable:  # confirmed without a return first: it will not come back
                     self.returnable.remove(publish)
@@ -121,10 +128,10 @@ class PublishRules:
     def end(self) -> None:
         """The channel's lifetime ended (or the connection did): emit what is left."""
         for publish in self.outstanding.values():
-            publish.row["confirm_outcome"] = "unconfirmed"
+            publish.row.confirm_outcome = "unconfirmed"
             publish.confirm = False
         for publish in self.in_tx:
-            publish.row["tx_outcome"] = "uncommitted"
+            publish.row.tx_outcome = "uncommitted"
             publish.tx = False
         for publish in self.returnable:
             publish.returnable = False
@@ -133,25 +140,31 @@ class PublishRules:
         self.outstanding, self.in_tx, self.returnable = {}, [], deque()
 
     def _publish(self, row: FrameRow, message: MessageRow | None) -> None:
-        known = message is not None
-        # (its keys in the table's column order, every one there from the start: the table writer
-        # reads such a row in one walk, and nothing is added to it later)
-        publish = _Publish({
-            "date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
-            "server": row.server, "channel": row.channel, "channel_instance": self.instance,
-            "message_key": message_key(row.connection, row.direction, row.stream_offset),
-            "published_at": micros(row.ts_ns), "published_ns": row.ts_ns, "exchange": row.exchange,
-            "routing_key": row.routing_key, "mandatory": row.mandatory,
-            "message_id": message.message_id if known else None,
-            "correlation_id": message.correlation_id if known else None,
-            "app_id": message.app_id if known else None,
-            "body_size": message.body_size if known else None, "body_sha256": message.body_sha256 if known else None,
-            "confirm_seq": None, "confirm_outcome": None, "confirmed_at": None, "confirmed_ns": None,
-            "confirm_latency_ms": None, "confirmed_by_multiple": None, "returned": False, "return_code": None,
-            "return_text": None, "tx_outcome": None, "source": None, "provisional": None})
+        published = PublishRow.__new__(PublishRow)
+        published.date = row.date
+        published.connection = row.connection
+        published.capture = row.capture
+        published.client = row.client
+        published.server = row.server
+        published.channel = row.channel
+        published.channel_instance = self.instance
+        published.message_key = message_key(row.connection, row.direction, row.stream_offset)
+        published.published_at = micros(row.ts_ns)
+        published.published_ns = row.ts_ns
+        published.exchange = row.exchange
+        published.routing_key = row.routing_key
+        published.mandatory = row.mandatory
+        if message is not None:
+            published.message_id = message.message_id
+            published.correlation_id = message.correlation_id
+            published.app_id = message.app_id
+            published.body_size = message.body_size
+            published.body_sha256 = message.body_sha256
+        published.returned = False
+        publish = _Publish(published)
         if self.confirming:
             self.seq += 1
-            publish.row["confirm_seq"] = self.seq
+            publish.row.confirm_seq = self.seq
             publish.confirm = True
             self.outstanding[self.seq] = publish
         if self.transactional:
@@ -165,7 +178,7 @@ class PublishRules:
         self._maybe_final(publish)
 
     def _expire_returns(self, now_ns: int) -> None:
-        while self.returnable and now_ns - self.returnable[0].row["published_ns"] > self.return_wait_ns:
+        while self.returnable and now_ns - self.returnable[0].row.published_ns > self.return_wait_ns:
             self._release(self.returnable.popleft())
 
     def _release(self, publish: _Publish) -> None:

@@ -1,5 +1,7 @@
 # Types for the compiled build of rpc_calls.py (Cython pure Python mode): the .py is the source.
+cimport cython
 from amqp_decode.analytics.common cimport micros, side
+from amqp_decode.analytics.table_rows cimport RpcCallRow
 from amqp_decode.rows cimport FrameRow
 
 
@@ -13,5 +15,8 @@ cdef class RpcRules:
     cdef public list pending
     cdef public list early
 
+    @cython.locals(pending=RpcCallRow, answered=RpcCallRow, call=RpcCallRow, at=Py_ssize_t)
     cpdef method(self, FrameRow row, int instance)
-    cpdef _answer(self, dict call, object reply, object at_ns, str outcome, object code, object text)
+    @cython.locals(call=RpcCallRow)
+    cpdef end(self, object close_code, object close_text)
+    cpdef _answer(self, RpcCallRow call, object reply, object at_ns, str outcome, object code, object text)

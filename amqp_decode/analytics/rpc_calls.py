@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from amqp_decode.analytics.common import Emit, micros, side
 from amqp_decode.analytics.naming import Naming
+from amqp_decode.analytics.table_rows import RpcCallRow
 from amqp_decode.rows import FrameRow
 from amqp_decode.tables import RPC_CALLS
 
@@ -36,7 +37,7 @@ class RpcRules:
         self.naming = naming
         self.emit = emit
         self.instance = 0
-        self.pending: list[dict] = []  # requests awaiting a reply, oldest first
+        self.pending: list[RpcCallRow] = []  # requests awaiting a reply (their rows so far), oldest first
         self.early: list[tuple[str, str, int]] = []  # replies no pending request wanted: (method, side, ts)
 
     def method(self, row: FrameRow, instance: int) -> None:
@@ -50,25 +51,36 @@ class RpcRules:
             self.early = [e for e in self.early if e[0] == "channel.open-ok"]
             self.instance = instance
         answered = None
+        at = 0
         for pending in self.pending:  # a plain loop: a generator per method cost more than the search
-            if pending["requester"] != requester and method in responses[pending["request"]]:
+            if pending.requester != requester and method in responses[pending.request]:
                 answered = pending
                 break
+            at += 1
         if answered is not None:
-            self.pending.remove(answered)
+            del self.pending[at]  # (by place: a row equals another of the same values)
             self._answer(answered, method, row.ts_ns, "ok", None, None)
         elif method in _CLOSES and (row.reply_code or 0) not in (0, 200):
-            for call in [p for p in self.pending if p["requester"] != requester]:
-                self.pending.remove(call)
+            failed = [p for p in self.pending if p.requester != requester]
+            self.pending = [p for p in self.pending if p.requester == requester]
+            for call in failed:
                 self._answer(call, method, row.ts_ns, "error", row.reply_code, row.reply_text)
         elif method in self.naming.replies and method not in responses:  # a reply nobody asked for (yet)
             self.early.append((method, requester, row.ts_ns))
             if len(self.early) > EARLY_LIMIT:
                 del self.early[0]
         if method in responses and not row.no_wait and not (method == "basic.cancel" and requester == "server"):
-            call = {"date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
-                    "server": row.server, "channel": row.channel, "channel_instance": self.instance,
-                    "requester": requester, "request": method, "request_ns": row.ts_ns}
+            call = RpcCallRow.__new__(RpcCallRow)
+            call.date = row.date
+            call.connection = row.connection
+            call.capture = row.capture
+            call.client = row.client
+            call.server = row.server
+            call.channel = row.channel
+            call.channel_instance = self.instance
+            call.requester = requester
+            call.request = method
+            call.request_ns = row.ts_ns
             reply = None
             for early in self.early:
                 if early[1] != requester and early[0] in responses[method]:
@@ -83,20 +95,19 @@ class RpcRules:
     def end(self, close_code: int | None, close_text: str | None) -> None:
         """The connection ended; `close_code`/`close_text` of its first connection.close."""
         for call in self.pending:
-            if close_code not in (None, 0, 200) and call["request"] not in _CLOSES:
+            if close_code not in (None, 0, 200) and call.request not in _CLOSES:
                 self._answer(call, "connection.close", None, "error", close_code, close_text)
             else:
                 self._answer(call, None, None, "no-reply", None, None)
         self.pending = []
 
-    def _answer(self, call: dict, reply, at_ns, outcome: str, code, text) -> None:
-        request_ns = call["request_ns"]
-        # (the table's columns in order: the table writer reads such a row in one walk)
-        self.emit(RPC_CALLS, {"date": call["date"], "connection": call["connection"], "capture": call["capture"],
-                              "client": call["client"], "server": call["server"], "channel": call["channel"],
-                              "channel_instance": call["channel_instance"], "requester": call["requester"],
-                              "request": call["request"], "reply": reply, "request_at": micros(request_ns),
-                              "reply_at": micros(at_ns),
-                              "latency_ms": (at_ns - request_ns) / 1e6 if at_ns is not None else None,
-                              "outcome": outcome, "error_code": code, "error_text": text, "source": None,
-                              "provisional": None})
+    def _answer(self, call: RpcCallRow, reply, at_ns, outcome: str, code, text) -> None:
+        request_ns = call.request_ns
+        call.reply = reply
+        call.request_at = micros(request_ns)
+        call.reply_at = micros(at_ns)
+        call.latency_ms = (at_ns - request_ns) / 1e6 if at_ns is not None else None
+        call.outcome = outcome
+        call.error_code = code
+        call.error_text = text
+        self.emit(RPC_CALLS, call)

@@ -3,6 +3,8 @@ themselves, absent keys null; run compiled and interpreted (the reference) alike
 
 from __future__ import annotations
 
+import pytest
+
 from amqp_decode.columns import ColumnBuffer
 from amqp_decode.rows import RawRows
 from amqp_decode.tables import FRAMES
@@ -109,6 +111,28 @@ def test_typed_rows_give_their_values_in_the_tables_column_order():
         for i, name in enumerate(fields):
             setattr(row, name, f"value-{i}")
         assert row.column_values() == tuple(f"value-{i}" for i in range(len(fields)))
+
+
+@pytest.mark.parametrize("table_name", ["publishes", "deliveries", "rpc_calls"])
+def test_analytics_typed_rows_are_their_tables_columns_in_order(table_name):
+    """The analytics' typed rows: a field per column of their table, in its order; each position of
+    column_values its own column; a mapping of the columns (get, [], update) equal to a dict of them."""
+    from amqp_decode.analytics.table_rows import DeliveryRow, PublishRow, RpcCallRow
+    from amqp_decode.tables import TABLES
+    table = TABLES[table_name]
+    cls = {"publishes": PublishRow, "deliveries": DeliveryRow, "rpc_calls": RpcCallRow}[table_name]
+    names = tuple(table.arrow().names)
+    row = cls.__new__(cls)
+    assert row.fields() == names and row.column_values() == (None,) * len(names)
+    for i, name in enumerate(names):
+        setattr(row, name, f"value-{i}")
+    assert row.column_values() == tuple(f"value-{i}" for i in range(len(names)))
+    assert row == {name: f"value-{i}" for i, name in enumerate(names)} and row["date"] == "value-0"
+    row.update({"date": None}, source="s")
+    assert (row.get("date"), row.source, row.get("no such column", 7)) == (None, "s", 7)
+    with pytest.raises(KeyError):
+        row.update(no_such_column=1)
+    assert cls.from_dict(dict(row)) == row
 
 
 def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_some():
