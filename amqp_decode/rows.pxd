@@ -7,6 +7,11 @@ cimport cython
 cdef dict _DAYS
 cdef long long _DAY_NS
 
+cdef dict _ARGUMENTS
+cdef tuple _CLOSES
+cdef object _DUMPS
+
+@cython.locals(text=bytes)
 cpdef object to_json(object value)
 cpdef object _int64(object value)
 cpdef object message_key(object connection, object direction, object stream_offset)
@@ -56,7 +61,7 @@ cdef _set_argument(FrameRow row, str column, object value)
 cdef class RawRows:
     cdef public object run_id
 
-    @cython.locals(row=FrameRow, args=dict)
+    @cython.locals(row=FrameRow, args=dict, plan=tuple)
     cpdef FrameRow frame_row(self, Record record)
     @cython.locals(row=MessageRow, args=dict, message=dict, properties=dict)
     cpdef MessageRow message_row(self, Record record)

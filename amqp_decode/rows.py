@@ -68,8 +68,14 @@ def _json_default(value):
     raise TypeError(type(value).__name__)
 
 
+_DUMPS = orjson.dumps  # (compiled: a C variable, not a module attribute looked up per value)
+
+
 def to_json(value) -> str | None:
-    return None if value is None else orjson.dumps(value, default=_json_default).decode()
+    if value is None:
+        return None
+    text = _DUMPS(value, default=_json_default)
+    return text.decode()  # (compiled: UTF-8 decoded in C, as `text` is typed bytes)
 
 
 def as_text(value) -> str:
