@@ -3,7 +3,7 @@
 # C calls.
 cimport cython
 from amqp_decode.decoder cimport SegmentDecoder
-from amqp_decode.rows cimport FrameRow, MessageRow
+from amqp_decode.rows cimport TableRow
 from amqp_decode.tabulate cimport Tabulator
 
 
@@ -18,7 +18,7 @@ cdef class CarryingDecoder:
     cdef public object source
     cdef public bint provisional
 
-    @cython.locals(frame=FrameRow, message=MessageRow)
+    @cython.locals(typed=TableRow)
     cpdef _tagged(self, object table, object row)
     cpdef long long feed(self, object segment, int capture)
     @cython.locals(segments=cython.longlong, records=cython.longlong)

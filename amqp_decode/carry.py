@@ -20,7 +20,6 @@ from typing import Iterable, NamedTuple
 
 from amqp_decode.decoder import SegmentDecoder
 from amqp_decode.record import Record, new_record
-from amqp_decode.rows import FrameRow, MessageRow
 from amqp_decode.settings import Settings
 from amqp_decode.state import SavedState, continues, load, restore, save, tuple_key
 from amqp_decode.tabulate import Tabulator
@@ -57,17 +56,10 @@ class CarryingDecoder:
         if type(row) is dict:
             row["source"] = self.source
             row["provisional"] = self.provisional
-        elif type(row) is FrameRow:
-            frame = row
-            frame.source = self.source
-            frame.provisional = self.provisional
-        elif type(row) is MessageRow:
-            message = row
-            message.source = self.source
-            message.provisional = self.provisional
-        else:  # an analytics table's typed row (amqp_decode.analytics.table_rows)
-            row.source = self.source
-            row.provisional = self.provisional
+        else:  # a typed row (amqp_decode.rows.TableRow)
+            typed = row
+            typed.source = self.source
+            typed.provisional = self.provisional
         self._emit(table, row)
 
     def feed(self, segment, capture: int) -> int:

@@ -23,34 +23,40 @@ from amqp_decode.columns cimport TypedRow
 from amqp_decode.record cimport Record
 
 
+# Every typed row's last columns: whence and by which run (amqp_decode.carry sets the first two).
 cdef class TableRow(TypedRow):
-    pass
+    cdef public object source, provisional, run_id
 
 
-# The fields are the table's columns, in its order (a test holds them to tables.FRAMES).
-cdef class FrameRow(TableRow):
+# The columns a frames and a messages row begin with: where in the capture their record was.
+cdef class RecordRow(TableRow):
     cdef public object date, connection, capture, pcap_record, pcap_record_last, tcp_stream, ts, ts_ns
-    cdef public object ts_last_ns, client, server, direction, channel, kind, stream_offset, frame_bytes
+    cdef public object client, server, direction, channel
+
+    cpdef place(self, Record record)
+
+
+# The fields are the table's columns (with their bases'); column_values gives them in its order (a
+# test holds them to tables.FRAMES).
+cdef class FrameRow(RecordRow):
+    cdef public object ts_last_ns, kind, stream_offset, frame_bytes
     cdef public object method, class_id, method_id, exchange, routing_key, queue, consumer_tag, delivery_tag
     cdef public object multiple, requeue, redelivered, mandatory, immediate, no_ack, no_wait, no_local
     cdef public object exclusive, passive, durable, auto_delete, internal, exchange_type, if_unused
     cdef public object if_empty, prefetch_size, prefetch_count, qos_global, message_count, consumer_count
     cdef public object reply_code, reply_text, failing_class_id, failing_method_id, args_json, body_size
-    cdef public object properties_json, protocol_version, protocol_header, connection_seq, source
-    cdef public object provisional, run_id, parsed_args
+    cdef public object properties_json, protocol_version, protocol_header, connection_seq, parsed_args
 
     cpdef tuple column_values(self)
 
 
 # The same for tables.MESSAGES.
-cdef class MessageRow(TableRow):
-    cdef public object date, connection, capture, pcap_record, pcap_record_last, tcp_stream, ts, ts_ns
-    cdef public object client, server, direction, channel, method, stream_offset, message_key, exchange
+cdef class MessageRow(RecordRow):
+    cdef public object method, stream_offset, message_key, exchange
     cdef public object routing_key, delivery_tag, consumer_tag, redelivered, mandatory, reply_code
     cdef public object reply_text, content_type, content_encoding, headers, headers_json, delivery_mode
     cdef public object priority, correlation_id, reply_to, expiration, message_id, timestamp, type, user_id
-    cdef public object app_id, body_size, body_received, body_frames, complete, body_sha256, body, source
-    cdef public object provisional, run_id
+    cdef public object app_id, body_size, body_received, body_frames, complete, body_sha256, body
 
     cpdef tuple column_values(self)
 

@@ -190,7 +190,28 @@ class TableRow(TypedRow):
         return f"{type(self).__name__}({self.as_dict()!r})"
 
 
-class FrameRow(TableRow):
+class RecordRow(TableRow):
+    """A `frames` or `messages` row: made from a decoder record, beginning with where it was."""
+
+    def place(self, record: Record) -> None:
+        """The columns saying where `record` was: its day, connection, capture, pcap records, TCP
+        stream, time, ends, direction and channel."""
+        ts_ns = record.ts_ns
+        self.date = _date(ts_ns or 0)
+        self.connection = record.connection
+        self.capture = record.capture
+        self.pcap_record = record.pcap_record
+        self.pcap_record_last = record.pcap_record_last
+        self.tcp_stream = record.tcp_stream
+        self.ts = ts_ns // 1000 if ts_ns is not None else None
+        self.ts_ns = ts_ns
+        self.client = record.client
+        self.server = record.server
+        self.direction = record.dir
+        self.channel = record.channel
+
+
+class FrameRow(RecordRow):
     """One `frames` row (tables.FRAMES). Fields not set are null; `parsed_args` caches the parsed
     args_json for the rules that need more than the typed argument columns."""
 
@@ -213,7 +234,7 @@ class FrameRow(TableRow):
                 self.provisional, self.run_id)
 
 
-class MessageRow(TableRow):
+class MessageRow(RecordRow):
     """One `messages` row (tables.MESSAGES). Fields not set are null."""
 
     def fields(self) -> tuple:
@@ -263,20 +284,8 @@ class RawRows:
     def frame_row(self, record: Record) -> FrameRow:
         kind = record.kind
         row = FrameRow.__new__(FrameRow)
-        ts_ns = record.ts_ns
-        row.date = _date(ts_ns or 0)
-        row.connection = record.connection
-        row.capture = record.capture
-        row.pcap_record = record.pcap_record
-        row.pcap_record_last = record.pcap_record_last
-        row.tcp_stream = record.tcp_stream
-        row.ts = ts_ns // 1000 if ts_ns is not None else None
-        row.ts_ns = ts_ns
+        row.place(record)
         row.ts_last_ns = record.ts_last_ns
-        row.client = record.client
-        row.server = record.server
-        row.direction = record.dir
-        row.channel = record.channel
         row.kind = kind
         row.stream_offset = record.offset
         row.frame_bytes = record.size
@@ -306,23 +315,11 @@ class RawRows:
 
     def message_row(self, record: Record) -> MessageRow:
         row = MessageRow.__new__(MessageRow)
-        ts_ns = record.ts_ns
-        connection, direction, offset = record.connection, record.dir, record.offset
-        row.date = _date(ts_ns or 0)
-        row.connection = connection
-        row.capture = record.capture
-        row.pcap_record = record.pcap_record
-        row.pcap_record_last = record.pcap_record_last
-        row.tcp_stream = record.tcp_stream
-        row.ts = ts_ns // 1000 if ts_ns is not None else None
-        row.ts_ns = ts_ns
-        row.client = record.client
-        row.server = record.server
-        row.direction = direction
-        row.channel = record.channel
+        row.place(record)
+        offset = record.offset
         row.stream_offset = offset
         row.run_id = self.run_id
-        row.message_key = message_key(connection, direction, offset)
+        row.message_key = message_key(row.connection, row.direction, offset)
         args, message = record.args, record.message
         properties = message.get("properties") or {}
         headers = properties.get("headers")

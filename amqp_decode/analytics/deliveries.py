@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
 from amqp_decode.analytics.table_rows import DeliveryRow
-from amqp_decode.rows import FrameRow, MessageRow, message_key
+from amqp_decode.rows import FrameRow, MessageRow
 from amqp_decode.tables import DELIVERIES
 
 SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}
@@ -123,15 +123,9 @@ class DeliveryRules:
 
     def _delivery(self, row: FrameRow, queue, message: MessageRow | None) -> DeliveryRow:
         delivery = DeliveryRow.__new__(DeliveryRow)
-        delivery.date = row.date
-        delivery.connection = row.connection
-        delivery.capture = row.capture
-        delivery.client = row.client
-        delivery.server = row.server
-        delivery.channel = row.channel
-        delivery.channel_instance = self.instance
+        delivery.begin(row, self.instance)
+        delivery.carried(row, message)
         delivery.method = row.method
-        delivery.message_key = message_key(row.connection, row.direction, row.stream_offset)
         delivery.delivery_tag = row.delivery_tag
         delivery.consumer_tag = row.consumer_tag
         delivery.queue = queue
@@ -140,12 +134,6 @@ class DeliveryRules:
         delivery.redelivered = row.redelivered
         delivery.delivered_at = micros(row.ts_ns)
         delivery.delivered_ns = row.ts_ns
-        if message is not None:
-            delivery.message_id = message.message_id
-            delivery.correlation_id = message.correlation_id
-            delivery.app_id = message.app_id
-            delivery.body_size = message.body_size
-            delivery.body_sha256 = message.body_sha256
         return delivery
 
     def _settled(self, delivery: DeliveryRow, outcome: str, at_ns, requeue, multiple: bool) -> None:

@@ -2,7 +2,7 @@
 cimport cython
 from amqp_decode.analytics.common cimport micros
 from amqp_decode.analytics.table_rows cimport PublishRow
-from amqp_decode.rows cimport FrameRow, MessageRow, message_key
+from amqp_decode.rows cimport FrameRow, MessageRow
 
 
 cdef frozenset _RELEVANT

@@ -21,7 +21,7 @@ from collections import deque
 
 from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
 from amqp_decode.analytics.table_rows import PublishRow
-from amqp_decode.rows import FrameRow, MessageRow, message_key
+from amqp_decode.rows import FrameRow, MessageRow
 from amqp_decode.tables import PUBLISHES
 
 RELEVANT = frozenset({"channel.open", "channel.close", "channel.close-ok", "confirm.select", "tx.select",
@@ -141,25 +141,13 @@ class PublishRules:
 
     def _publish(self, row: FrameRow, message: MessageRow | None) -> None:
         published = PublishRow.__new__(PublishRow)
-        published.date = row.date
-        published.connection = row.connection
-        published.capture = row.capture
-        published.client = row.client
-        published.server = row.server
-        published.channel = row.channel
-        published.channel_instance = self.instance
-        published.message_key = message_key(row.connection, row.direction, row.stream_offset)
+        published.begin(row, self.instance)
+        published.carried(row, message)
         published.published_at = micros(row.ts_ns)
         published.published_ns = row.ts_ns
         published.exchange = row.exchange
         published.routing_key = row.routing_key
         published.mandatory = row.mandatory
-        if message is not None:
-            published.message_id = message.message_id
-            published.correlation_id = message.correlation_id
-            published.app_id = message.app_id
-            published.body_size = message.body_size
-            published.body_sha256 = message.body_sha256
         published.returned = False
         publish = _Publish(published)
         if self.confirming:

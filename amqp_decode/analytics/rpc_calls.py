@@ -71,13 +71,7 @@ class RpcRules:
                 del self.early[0]
         if method in responses and not row.no_wait and not (method == "basic.cancel" and requester == "server"):
             call = RpcCallRow.__new__(RpcCallRow)
-            call.date = row.date
-            call.connection = row.connection
-            call.capture = row.capture
-            call.client = row.client
-            call.server = row.server
-            call.channel = row.channel
-            call.channel_instance = self.instance
+            call.begin(row, self.instance)
             call.requester = requester
             call.request = method
             call.request_ns = row.ts_ns

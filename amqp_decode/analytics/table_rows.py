@@ -9,7 +9,7 @@ Declared once: the fields are the table's columns (tables.py); a test holds the 
 
 from __future__ import annotations
 
-from amqp_decode.rows import TableRow
+from amqp_decode.rows import FrameRow, MessageRow, TableRow, message_key
 from amqp_decode.tables import DELIVERIES, PUBLISHES, RPC_CALLS
 
 COMPILED = __file__.endswith((".so", ".pyd"))
@@ -18,7 +18,37 @@ DELIVERY_FIELDS = tuple(DELIVERIES.names)
 RPC_CALL_FIELDS = tuple(RPC_CALLS.names)
 
 
-class PublishRow(TableRow):
+class ChannelRow(TableRow):
+    """What all three tables' rows begin with: the channel of the method that made the row."""
+
+    def begin(self, frame: FrameRow, instance: int) -> None:
+        """The row's first columns: `frame`'s date, connection, capture, ends and channel, and
+        the channel's lifetime (`instance`)."""
+        self.date = frame.date
+        self.connection = frame.connection
+        self.capture = frame.capture
+        self.client = frame.client
+        self.server = frame.server
+        self.channel = frame.channel
+        self.channel_instance = instance
+
+
+class MessageSideRow(ChannelRow):
+    """A `publishes` or `deliveries` row: a message's side, with what the message carried."""
+
+    def carried(self, frame: FrameRow, message: MessageRow | None) -> None:
+        """The message's key (from its content method, `frame`) and, when its content was seen
+        (`message`), its ids, size and body hash."""
+        self.message_key = message_key(frame.connection, frame.direction, frame.stream_offset)
+        if message is not None:
+            self.message_id = message.message_id
+            self.correlation_id = message.correlation_id
+            self.app_id = message.app_id
+            self.body_size = message.body_size
+            self.body_sha256 = message.body_sha256
+
+
+class PublishRow(MessageSideRow):
     """One `publishes` row (tables.PUBLISHES). Fields not set are null."""
 
     def fields(self) -> tuple:
@@ -34,7 +64,7 @@ class PublishRow(TableRow):
                 self.return_code, self.return_text, self.tx_outcome, self.source, self.provisional, self.run_id)
 
 
-class DeliveryRow(TableRow):
+class DeliveryRow(MessageSideRow):
     """One `deliveries` row (tables.DELIVERIES). Fields not set are null."""
 
     def fields(self) -> tuple:
@@ -50,7 +80,7 @@ class DeliveryRow(TableRow):
                 self.app_id, self.body_size, self.body_sha256, self.source, self.provisional, self.run_id)
 
 
-class RpcCallRow(TableRow):
+class RpcCallRow(ChannelRow):
     """One `rpc_calls` row (tables.RPC_CALLS). Fields not set are null; `request_ns` (not a column)
     holds the request's time while it awaits its reply."""
 
@@ -66,7 +96,8 @@ class RpcCallRow(TableRow):
 
 
 if not COMPILED:  # interpreted, a field never set reads the class's None (compiled: every field starts None)
-    for _row, _fields in ((PublishRow, PUBLISH_FIELDS), (DeliveryRow, DELIVERY_FIELDS), (RpcCallRow, RPC_CALL_FIELDS + ("request_ns",))):
+    for _row, _fields in ((PublishRow, PUBLISH_FIELDS), (DeliveryRow, DELIVERY_FIELDS),
+                          (RpcCallRow, RPC_CALL_FIELDS + ("request_ns",))):
         for _name in _fields:
             setattr(_row, _name, None)
     del _row, _fields, _name
