@@ -20,6 +20,7 @@ import orjson
 from amqp_decode.record import CAPTURE_ISSUE, METHOD_MESSAGE, SHAPES, Record
 
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
+_DUMPS = orjson.dumps  # (compiled: a C variable, not a module attribute looked up per line)
 # Compiled, this module is an extension file (amqp_decode.arrow_layout says why it is told so)
 COMPILED = __file__.endswith((".so", ".pyd"))
 
@@ -101,7 +102,7 @@ class LineWriter:
             nested = None
             comma = 0
         else:  # the time and the nested values in one call: [ts,{...}]
-            nested = orjson.dumps([record.ts, tail], default=_json_default, option=_NEWLINE)
+            nested = _DUMPS([record.ts, tail], default=_json_default, option=_NEWLINE)
             comma = 1
             while nested[comma] != _COMMA:
                 comma += 1
@@ -269,7 +270,7 @@ class LineWriter:
 
 
 def _rendered(value) -> bytes:
-    return orjson.dumps(value, default=_json_default)
+    return _DUMPS(value, default=_json_default)
 
 
 _WRITER = LineWriter()
