@@ -5,6 +5,9 @@ from amqp_decode.packets cimport PacketParser, Segment
 from amqp_decode.stream_index cimport LocalStream, RangeStreams
 
 
+cdef long long _REPORT_EVERY, _RECORD_HEADER
+
+
 cpdef long bucket_of(bytes src, int sport, bytes dst, int dport, long buckets)
 
 
@@ -19,10 +22,12 @@ cdef class SegmentBuckets:
     cdef public PartColumns parts
     cdef public PacketParser parser
     cdef public RangeStreams streams
-    cdef public dict spans
+    cdef public object earliest, latest
+    cdef public bytearray seen
     cdef public long long records
 
-    @cython.locals(parser=PacketParser, streams=RangeStreams, parts=PartColumns, spans=dict, local=LocalStream,
+    @cython.locals(parser=PacketParser, streams=RangeStreams, parts=PartColumns, local=LocalStream,
                    count=cython.longlong, read=cython.longlong, ts_ns=cython.longlong, link_type=cython.int,
-                   data=bytes, segment=Segment, stream=cython.longlong, bucket=cython.long, span=list)
+                   data=bytes, segment=Segment, stream=cython.longlong, bucket=cython.long,
+                   earliest="long long[:]", latest="long long[:]", seen="unsigned char[:]")
     cpdef read(self, object records, object report=*)

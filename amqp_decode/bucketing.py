@@ -21,6 +21,7 @@ per packet, converted by Arrow value by value, cost a third of the read stage.
 from __future__ import annotations
 
 import zlib
+from array import array
 
 from amqp_decode.columns import ColumnBuffer, PartColumns
 from amqp_decode.packets import PacketParser, packed_columns
@@ -30,6 +31,8 @@ from amqp_decode.stream_index import RangeStreams
 SEGMENT_COLUMNS = ("ts_ns", "record", "stream", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload")
 REPORT_EVERY = 4096  # records between two progress reports
 RECORD_HEADER = 16  # bytes a progress report counts per record beyond its data (a pcap record header)
+# C-typed twins of the two above, what the loop reads (compiled: C integers; bucketing.pxd)
+_REPORT_EVERY, _RECORD_HEADER = REPORT_EVERY, RECORD_HEADER
 
 
 def bucket_of(src: bytes, sport: int, dst: bytes, dport: int, buckets: int) -> int:
@@ -75,20 +78,30 @@ class SegmentBuckets:
         self.parts = parts
         self.parser = PacketParser()
         self.streams = RangeStreams()
-        self.spans: dict[int, list[int]] = {}  # bucket -> [earliest, latest] time (a file's may go back)
+        # each bucket's earliest and latest packet time (a file's may go back), where `seen`
+        self.earliest = array("q", bytes(8 * buckets))
+        self.latest = array("q", bytes(8 * buckets))
+        self.seen = bytearray(buckets)
         self.records = 0  # records read so far (kept when reading fails part-way)
+
+    @property
+    def spans(self) -> dict:
+        """{bucket: [earliest, latest] packet time} of the buckets given packets."""
+        return {bucket: [self.earliest[bucket], self.latest[bucket]] for bucket in range(self.buckets)
+                if self.seen[bucket]}
 
     def read(self, records, report=None) -> None:
         """Every record of `records`; `report(bytes, packets)` every REPORT_EVERY records and once
         at the end, also when reading fails part-way (what was read is counted)."""
-        parser, streams, parts, spans = self.parser, self.streams, self.parts, self.spans
+        parser, streams, parts = self.parser, self.streams, self.parts
+        earliest, latest, seen = self.earliest, self.latest, self.seen
         count = self.records
         read = 0
         try:
             for ts_ns, link_type, data in records:
                 count += 1
                 self.records = count
-                read += len(data) + RECORD_HEADER
+                read += len(data) + _RECORD_HEADER
                 segment = parser.parse(ts_ns, link_type, data)
                 if segment is not None:
                     stream = streams.segment(segment.src, segment.sport, segment.dst, segment.dport,
@@ -98,19 +111,19 @@ class SegmentBuckets:
                     if bucket < 0:
                         bucket = local.bucket = bucket_of(segment.src, segment.sport, segment.dst, segment.dport,
                                                           self.buckets)
-                    span = spans.get(bucket)
-                    if span is None:
-                        spans[bucket] = [ts_ns, ts_ns]
-                    elif ts_ns < span[0]:
-                        span[0] = ts_ns
-                    elif ts_ns > span[1]:
-                        span[1] = ts_ns
+                    if not seen[bucket]:
+                        seen[bucket] = 1
+                        earliest[bucket] = latest[bucket] = ts_ns
+                    elif ts_ns < earliest[bucket]:
+                        earliest[bucket] = ts_ns
+                    elif ts_ns > latest[bucket]:
+                        latest[bucket] = ts_ns
                     segment.record = count - 1
                     segment.stream = stream
                     parts.add(bucket, (segment,), len(segment.payload))
-                if count % REPORT_EVERY == 0 and report is not None:
-                    report(read, REPORT_EVERY)
+                if count % _REPORT_EVERY == 0 and report is not None:
+                    report(read, _REPORT_EVERY)
                     read = 0
         finally:
             if report is not None:
-                report(read, count % REPORT_EVERY)
+                report(read, count % _REPORT_EVERY)
