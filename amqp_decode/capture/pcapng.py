@@ -273,12 +273,17 @@ class PcapngReader:
             length, order = block_length(buf, p, self.order)
         if not length:
             framing, _ = block_length(buf, p, self.order, content=False)
+            inner = 0
             if framing and len(buf) - p >= framing:  # its lengths agree, but not with its content
-                self._issue(DAMAGED_BLOCK, f"the block at offset {at} cannot be read (a packet longer than "
-                            f"the block, or a block too short for its type): its {framing} bytes are skipped",
-                            index, framing, at, at + framing)
-                return None, at + framing
-            resume = self._find(at + 1)
+                inner = self._inner_boundary(p, framing)
+                if not inner:
+                    self._issue(DAMAGED_BLOCK, f"the block at offset {at} cannot be read (a packet longer "
+                                f"than the block, or a block too short for its type): its {framing} bytes are "
+                                "skipped", index, framing, at, at + framing)
+                    return None, at + framing
+            # Garbage: up to a block inside what it claimed (a copied header whose length happened to
+            # agree with bytes further on), else to the next block found
+            resume = at + inner if inner else self._find(at + 1)
             end = resume if resume >= 0 else self._end_of_file()
             self._issue(GARBAGE_BETWEEN_BLOCKS, f"no valid block at offset {at}: {end - at} bytes skipped to "
                         + (f"the next block at {end}" if resume >= 0 else "the end of the file"),
@@ -417,6 +422,23 @@ class PcapngReader:
                 return verdict == ACCEPTED
             window.extend(p, len(window.buf) - p + LOOKAHEAD)
             p = 0
+
+    def _inner_boundary(self, p: int, framing: int) -> int:
+        """How far into the `framing` bytes of the unreadable block at window.buf[p] an accepted block
+        boundary lies (past its first byte), or 0 if none does: then its lengths agreed by chance.
+        The window keeps the block's start."""
+        o = p + 1
+        while True:
+            window = self.window
+            status, i = find_pcapng_boundary(window.buf, o, window.eof, self.order)
+            if i >= p + framing or status not in (FOUND, MORE):
+                return 0
+            if status == FOUND:
+                return i - p
+            if window.eof:  # (a search that cannot read on has decided: never so, but never a loop)
+                return 0
+            window.extend(p, len(window.buf) - p + LOOKAHEAD)  # a candidate to confirm past the window
+            o, p = i - p, 0
 
     def _find(self, at: int) -> int:
         """The first accepted boundary at or after offset `at` (still in the window), or -1 if there

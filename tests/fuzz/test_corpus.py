@@ -228,6 +228,20 @@ def test_f13_a_range_starting_with_an_untimed_packet_says_its_time_is_unknown():
     assert info.issues == []
 
 
+def test_f14_a_copied_header_whose_lengths_agree_by_chance_is_garbage_not_a_block():
+    """F14, fixed: a copy of a later block's header (8 bytes) before a block 16 bytes shorter than
+    that later one claims exactly up to the later block's length field, so its two lengths agree.
+    Taken as one damaged block, its skip ran past the start of the later block and lost both
+    blocks after it. Now a block found inside an unreadable one's extent makes it garbage up to there."""
+    data = corpus("reader-pcapng-copied-header-agrees.pcapng").read_bytes()
+    records, info = whole(data)
+    assert [r[0] for r in records] == [(1_700_000_000 + i) * 10**9 for i in range(4)]
+    assert [(i.kind, i.offset, i.bytes_skipped, i.record) for i in info.issues] == [
+        ("garbage-between-blocks", 136, 8, 1)]
+    without = data[:136] + data[144:]  # the same packets without the copied header
+    assert records == whole(without)[0]
+
+
 def test_f11_reproducer_is_what_it_says():
     records, _ = decode(corpus("stream-streamed-body-gap-bad-end.pcap.gz"))
     kinds = {(r["issue_kind"], r["detail"].split(":")[0]) for r in records if r["kind"] == "issue"}

@@ -178,6 +178,14 @@ def build() -> dict[str, bytes]:
     frames = ether_frames(3)
     files["reader-pcapng-range-starts-untimed.pcapng"] = shb() + idb(1) + epb(0, 1_700_000_000 * 10**6, frames[0]) + \
         epb(0, 0xFFFFFFFF << 32, frames[1]) + epb(0, 1_700_000_001 * 10**6, frames[2])
+
+    # F14: a copy of a later block's header (a torn write) just before a block 16 bytes shorter than
+    # that later one: the copy's claimed length ends exactly on the later block's length field, so its
+    # lengths agree; taken as one damaged block, its skip ran past the start of the later block
+    a, b, c, d = (bytes(12) + b"\x08\x00" + bytes([i + 1]) * size for i, size in enumerate((40, 42, 58, 44)))
+    later = epb(0, 1_700_000_002 * 10**6, c)
+    files["reader-pcapng-copied-header-agrees.pcapng"] = shb() + idb(1) + epb(0, 1_700_000_000 * 10**6, a) + \
+        later[:8] + epb(0, 1_700_000_001 * 10**6, b) + later + epb(0, 1_700_000_003 * 10**6, d)
     return files
 
 
