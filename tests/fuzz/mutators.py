@@ -241,8 +241,11 @@ def _untouched(capture: Capture, data: bytes, touched: list[int], shift_from: in
     intact = None
     header_hit = first < capture.parsed.header
     # A pcapng block that is not a packet (section header, interface description) changes how
-    # every later packet reads: keep only what comes before it.
-    structural = [s.start for s in capture.spans if s.packet is None and any(s.start <= t < s.end for t in touched)]
+    # every later packet reads: keep only what comes before it. So may a packet block whose type
+    # the mutation touched: it may have become one (an interface description renumbers the later ones).
+    pcapng = capture.parsed.kind == "pcapng"
+    structural = [s.start for s in capture.spans if any(s.start <= t < s.end for t in touched)
+                  and (s.packet is None or pcapng and any(s.start <= t < s.start + 4 for t in touched))]
     stop = min(structural) if structural else None
     for span in capture.spans:
         if span.packet is None:

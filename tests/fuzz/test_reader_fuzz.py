@@ -37,3 +37,22 @@ def check_reader_mutants(data):
 @pytest.mark.parametrize("tier", harness.TIERS)
 def test_reader(tier):
     harness.run(check_reader_mutants, tier, examples=3000, share=0.25)
+
+
+def test_a_packet_block_overwritten_into_an_interface_description_frees_what_follows():
+    """The oracle's own rule (found by the atheris reader harness): overwriting a pcapng packet
+    block's type can turn it into an interface description, which renumbers the interfaces after
+    it, so no later packet is promised; the reader, reading the file as it now is, passes."""
+    import struct
+
+    from tests.fuzz.mutators import _untouched
+    capture = load("crafted/ip_features.pcapng")
+    at = 1400  # a packet block of interface 0, before the file's second interface description
+    assert struct.unpack_from("<II", capture.data, at) == (6, 108)
+    data = capture.data[:at] + struct.pack("<I", 1) + capture.data[at + 4:]  # now an interface description
+    mutant = _untouched(capture, data, list(range(at, at + 4)))
+    assert mutant.keep and all(end <= at for end, _ in mutant.keep)
+    targets.check_reader(mutant.data, mutant.keep, mutant.well_formed, "type overwritten")
+    # the same bytes written into the packet's data promise the packets after it still
+    inside = _untouched(capture, capture.data[:at + 40] + b"\x01" + capture.data[at + 41:], [at + 40])
+    assert any(end > at + 108 for end, _ in inside.keep)
