@@ -129,7 +129,7 @@ def _content(content: _Content) -> dict:
             "received": content.received,
             "frames": content.frames, "intact": content.intact,
             "body": bytes(content.body) if content.body is not None else None,
-            "received_bytes": bytes(content.received_bytes) if content.received_bytes is not None else None}
+            "received_bytes": content.received_bytes()}
 
 
 # -- resuming ------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
             records=records, method=records[0], body_size=state["body_size"],
             received=state["received"], frames=state["frames"], intact=state["intact"], hasher=hasher,
             body=bytearray(state["body"]) if state["body"] is not None else None,
-            received_bytes=bytearray(state["received_bytes"]) if state["received_bytes"] is not None
+            received_bytes=state["received_bytes"] if state["received_bytes"] is not None
             and connection.settings.resumable else None)
     readers = amqp["readers"][::-1] if flipped else amqp["readers"]
     for reader, state in zip(connection.readers, readers):

@@ -23,9 +23,12 @@ cdef class _Content:
     cdef public bint intact
     cdef public object hasher
     cdef public object body
-    cdef public object received_bytes
+    cdef public list received_parts
+    cdef public long long received_size
     cdef public object properties
     cdef public long long last_ns
+
+    cpdef object received_bytes(self)
 
 
 cdef class FrameReader:
