@@ -139,12 +139,34 @@ class TableFiles:
 
     def _flush(self, name: str) -> None:
         layout = self.layouts[name]
-        buffer = self.columns.buffers[name]
-        rows = buffer.size
+        buffer = self.columns.buffers.get(name)
+        rows = buffer.size if buffer is not None else 0  # (none: a table only added as Arrow)
         if not rows:
             return
         dates, *columns = buffer.take()
-        batch = self._batch(layout, columns, rows)
+        self._write(name, dates, self._batch(layout, columns, rows))
+
+    def add_arrow(self, table: Table, rows: pa.Table) -> None:
+        """Rows already in Arrow (message_flows' tasks make theirs column by column): `date`, then
+        the table's columns less run_id, its types. They follow the rows added before them."""
+        layout = self.layouts.get(table.name)
+        if layout is None:
+            layout = self.layouts[table.name] = _Layout(table)
+        else:
+            self._flush(table.name)
+        if not rows.num_rows:
+            return
+        run_id = pa.scalar(self.run_id, pa.string())
+        arrays = [pa.repeat(run_id, rows.num_rows) if i == layout.run_id_at else rows.column(field.name).combine_chunks()
+                  for i, field in enumerate(layout.schema)]
+        dates = rows.column("date")
+        low, high = pc.min_max(dates).values()
+        # nearly always one day: not a Python date per row
+        days = [low.as_py()] * rows.num_rows if not dates.null_count and low == high else dates.to_pylist()
+        self._write(table.name, days, pa.RecordBatch.from_arrays(arrays, schema=layout.schema))
+
+    def _write(self, name: str, dates: list, batch: pa.RecordBatch) -> None:
+        """A batch of a table's rows to its files, by `dates` (each row's)."""
         table = TABLES[name]
         for date, part in _by_day(dates, batch):
             day = date.isoformat()

@@ -11,9 +11,9 @@ empty.
 
 This module is the rule, Spark-free: `flows(sides)` takes one key's publishes and deliveries (rows
 of the `publishes` and `deliveries` tables, sorted by `side_order`) and yields `message_flows`
-rows; `keyed_flows` runs it over many keys' sides sorted by key, and `column_flows` over such sides
-given as columns, as the job's message_flows tasks read them (pipelines.stages.flows). Compiled: a
-flows task is one row after another through here.
+rows. The job's message_flows tasks (pipelines.stages.flows) run the same rule (`_pair`) over
+many keys' sides given as columns (`flow_pairs`), and make the rows in Arrow, column by column
+(`arrow_flows`, the twin of `_row`): only the columns the rule reads become Python values.
 """
 
 from __future__ import annotations
@@ -90,80 +90,78 @@ def side_order(side: dict) -> tuple[int, bool]:
 
 def flows(sides: Iterable[dict]) -> Iterator[dict]:
     """One key's sides, in `side_order`: publishes (rows with `published_ns`) and deliveries."""
-    publishes: list[dict] = []
-    paired: set[int] = set()  # indexes of publishes that got a delivery
-    position: dict[tuple, int] = {}  # consumer stream -> index of its next publish
-    last: dict[tuple, int] = {}  # consumer stream -> publish of its last first delivery
-    how = None
-    for side in sides:
-        if how is None:
-            how = "message_id" if side["message_id"] is not None else "body"
-        if "published_ns" in side:
-            publishes.append(side)
+    sides = list(sides)
+    if not sides:
+        return
+    how = "message_id" if sides[0]["message_id"] is not None else "body"
+    is_delivery = ["published_ns" not in side for side in sides]
+    times = [side["delivered_ns" if delivery else "published_ns"] for side, delivery in zip(sides, is_delivery)]
+    streams = [(side["connection"], side["channel"], side["consumer_tag"]) if delivery else None
+               for side, delivery in zip(sides, is_delivery)]
+    redelivered = [bool(side["redelivered"]) if delivery else False for side, delivery in zip(sides, is_delivery)]
+    publish: list = []
+    delivery: list = []
+    _pair(0, len(sides), is_delivery, times, streams, redelivered, publish, delivery)
+    for p, d in zip(publish, delivery):
+        yield _row(how if p is not None and d is not None else None, None if p is None else sides[p],
+                   None if d is None else sides[d])
+
+
+def flow_pairs(bounds: list, is_delivery: list, times: list, streams: list, redelivered: list,
+               by_id: list) -> tuple[list, list, list]:
+    """The rule over many keys' sides given as columns, sorted by key, then each key's in
+    `side_order` (the job's flows tasks): (publish row, delivery row, match) of every flow, in the
+    order `flows` yields them key by key; a row is an index into the columns, None for the side left empty.
+    `bounds`: where each key's rows begin, then where the last one's end; `streams`: each
+    delivery's (connection, channel, consumer tag); `by_id`: whether the side has a message id (a
+    key's first side tells how its pairs were matched)."""
+    publish: list = []
+    delivery: list = []
+    match: list = []
+    for k in range(len(bounds) - 1):
+        start = bounds[k]
+        first = len(publish)
+        _pair(start, bounds[k + 1], is_delivery, times, streams, redelivered, publish, delivery)
+        how = "message_id" if by_id[start] else "body"
+        for i in range(first, len(publish)):
+            match.append(how if publish[i] is not None and delivery[i] is not None else None)
+    return publish, delivery, match
+
+
+def _pair(start: int, end: int, is_delivery: list, times: list, streams: list, redelivered: list,
+          publish: list, delivery: list) -> None:
+    """The rule for one key's sides, rows start..end of the columns (in `side_order`): appends each
+    flow's publish and delivery row (None: the side left empty): one flow per delivery, in order,
+    then one per publish that no delivery took, in order."""
+    publishes: list = []  # rows of the key's publishes so far
+    paired: set = set()  # indexes into `publishes` that got a delivery
+    position: dict = {}  # consumer stream -> index of its next publish
+    last: dict = {}  # consumer stream -> publish of its last first delivery
+    for row in range(start, end):
+        if not is_delivery[row]:
+            publishes.append(row)
             continue
-        stream = (side["connection"], side["channel"], side["consumer_tag"])
-        index = None
-        if side["redelivered"] and stream in last:
+        stream = streams[row]
+        index = -1
+        if redelivered[row] and stream in last:
             index = last[stream]
         else:
             i = position.get(stream, 0)
-            if i < len(publishes) and publishes[i]["published_ns"] <= side["delivered_ns"]:
+            if i < len(publishes) and times[publishes[i]] <= times[row]:
                 index = i
                 position[stream] = i + 1
-        if index is None:  # its publish is outside the capture
-            yield _row(None, None, side)
+        if index < 0:  # its publish is outside the capture
+            publish.append(None)
+            delivery.append(row)
             continue
         last[stream] = index
         paired.add(index)
-        yield _row(how, publishes[index], side)
-    for index, publish in enumerate(publishes):
+        publish.append(publishes[index])
+        delivery.append(row)
+    for index in range(len(publishes)):
         if index not in paired:
-            yield _row(None, publish, None)
-
-
-def keyed_flows(sides: Iterable[dict]) -> Iterator[dict]:
-    """`message_flows` rows of many keys' sides, sorted by key and, within a key, in `side_order`:
-    each side a row with its `key`, `is_delivery` and the columns of both sides (a side's own
-    columns are taken from it)."""
-    return _grouped((side["key"], {name: side[name] for name in
-                                   (DELIVERY_COLUMNS if side["is_delivery"] else PUBLISH_COLUMNS)})
-                    for side in sides)
-
-
-def column_flows(batches: Iterable[dict]) -> Iterator[dict]:
-    """keyed_flows of sides given as batches of columns (each a list per name: `key`,
-    `is_delivery` and both sides' columns, as `Table.to_pydict` gives them), the batches in sort
-    order. The job's flows tasks read sides from Arrow: a dict per row made straight from the
-    columns, with only its side's columns, costs a fraction of Arrow's `to_pylist`, which makes
-    every row with every column first."""
-    return _grouped(side for columns in batches for side in _column_sides(columns))
-
-
-def _column_sides(columns: dict) -> Iterator[tuple]:
-    """(key, side) of each row of one batch of columns."""
-    keys, deliveries = columns["key"], columns["is_delivery"]
-    publish = [columns[name] for name in PUBLISH_COLUMNS]
-    delivery = [columns[name] for name in DELIVERY_COLUMNS]
-    for i in range(len(keys)):
-        side = {}
-        if deliveries[i]:
-            for j in range(len(DELIVERY_COLUMNS)):
-                side[DELIVERY_COLUMNS[j]] = delivery[j][i]
-        else:
-            for j in range(len(PUBLISH_COLUMNS)):
-                side[PUBLISH_COLUMNS[j]] = publish[j][i]
-        yield keys[i], side
-
-
-def _grouped(keyed: Iterable[tuple]) -> Iterator[dict]:
-    """flows() of each key's sides, from (key, side) pairs sorted by key."""
-    current, group = None, []
-    for key, side in keyed:
-        if key != current:
-            yield from flows(group)
-            current, group = key, []
-        group.append(side)
-    yield from flows(group)
+            publish.append(publishes[index])
+            delivery.append(None)
 
 
 _NONE: dict = {}  # the absent side (never written to)
@@ -196,3 +194,53 @@ def _either(p: dict, d: dict, name: str):
 
 def _ms(later, earlier):
     return (later - earlier) / 1e6 if later is not None and earlier is not None else None
+
+
+def arrow_flows(sides, publish, delivery, match: list, schema):
+    """`_row` column by column, in Arrow: the `message_flows` rows of flows given as rows of
+    `sides` (an Arrow table with both sides' columns, as the job stages them), `publish` and
+    `delivery` the rows' indexes (Arrow integer arrays, null for the side left empty), `match`
+    each flow's (flow_pairs). Returns a table of `schema`'s columns (the table's, less run_id),
+    with the same values `_row` gives, None as null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    p = sides.select(PUBLISH_COLUMNS).take(publish)
+    d = sides.select(DELIVERY_COLUMNS).take(delivery)
+
+    def either(name):
+        return pc.coalesce(p[name], d[name])
+
+    published, delivered, settled = p["published_ns"], d["delivered_ns"], d["settled_ns"]
+    no = pa.scalar(False, pa.bool_())
+    columns = {"date": either("date"), "capture": either("capture"), "source": either("source"),
+               "provisional": pc.or_(pc.fill_null(p["provisional"], no), pc.fill_null(d["provisional"], no)),
+               "match": pa.array(match, pa.string()),
+               "message_key": d["message_key"], "publish_message_key": p["message_key"],
+               "message_id": either("message_id"), "body_sha256": either("body_sha256"),
+               "exchange": either("exchange"), "routing_key": either("routing_key"),
+               "publisher_connection": p["connection"], "publisher_channel": p["channel"],
+               "published_at": _arrow_micros(published), "consumer_connection": d["connection"],
+               "consumer_channel": d["channel"], "consumer_tag": d["consumer_tag"], "queue": d["queue"],
+               "delivery_tag": d["delivery_tag"], "redelivered": d["redelivered"],
+               "delivered_at": _arrow_micros(delivered), "settled_at": _arrow_micros(settled), "outcome": d["outcome"],
+               "publish_to_deliver_ms": _arrow_ms(delivered, published),
+               "deliver_to_settle_ms": _arrow_ms(settled, delivered), "end_to_end_ms": _arrow_ms(settled, published)}
+    return pa.table([pc.cast(columns[field.name], field.type) for field in schema], schema=schema)
+
+
+def _arrow_micros(ns):
+    """micros() of a column: floor division (Arrow's integer division truncates towards zero)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    thousand = pa.scalar(1000, pa.int64())
+    quotient = pc.divide(ns, thousand)
+    below = pc.and_(pc.less(ns, pa.scalar(0, pa.int64())), pc.not_equal(pc.multiply(quotient, thousand), ns))
+    return pc.subtract(quotient, pc.cast(below, pa.int64()))
+
+
+def _arrow_ms(later, earlier):
+    """_ms() of two columns: the exact difference, then divided as a double, as Python does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    return pc.divide(pc.cast(pc.subtract(later, earlier), pa.float64()), pa.scalar(1e6, pa.float64()))

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import SIDE_COLUMNS, SideParts, column_flows
+from amqp_decode.analytics.message_flows import SIDE_COLUMNS, SideParts, arrow_flows, flow_pairs
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
@@ -38,7 +38,12 @@ HELD_ROWS = 16_384
 # Of TCP payload: a flows task then holds the sides of at most that much traffic (a side is
 # ~200 bytes of Arrow; a message takes at least about as many on the wire).
 BYTES_PER_PART = 128 << 20
-SLICE_ROWS = 8192  # sorted sides turned into Python values at a time
+# Keys whose sides are turned into Python values at a time (a key has a side or two, mostly:
+# one publish and its deliveries)
+SLICE_KEYS = 16_384
+# The columns the rule reads (and the key that groups them)
+RULE_COLUMNS = ["key", "is_delivery", "ts_ns", "connection", "channel", "consumer_tag", "redelivered", "message_id"]
+FLOW_SCHEMA = MESSAGE_FLOWS.arrow(("run_id",))
 
 
 def flow_parts(traffic_bytes: int, minimum: int) -> int:
@@ -76,13 +81,44 @@ def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch
     writer = TableFiles(root, run_id, tag="flows-", batch_rows=batch_rows)
     for part in parts:
         sides = _read_part(staging, part)
-        if sides is None:
-            continue
-        ordered = sides.take(pc.sort_indices(sides, sort_keys=SORT))
-        batches = (ordered.slice(start, SLICE_ROWS).to_pydict() for start in range(0, ordered.num_rows, SLICE_ROWS))
-        for row in column_flows(batches):
-            writer.add(MESSAGE_FLOWS, row)
+        if sides is not None:
+            for rows in part_flows(sides):
+                writer.add_arrow(MESSAGE_FLOWS, rows)
     yield from writer.close()
+
+
+def part_flows(sides: pa.Table) -> Iterator[pa.Table]:
+    """The message_flows rows of a part's sides, as Arrow tables (the date, then the table's
+    columns less run_id). Only what the rule reads becomes Python values (amqp_decode.analytics.
+    message_flows.flow_pairs), a slice of whole keys at a time; the rows are taken and computed
+    from the sides' columns in Arrow (arrow_flows), with no Python value per row and column.
+    (Scalars given to pyarrow are typed: inferring a Python value's type imports pandas, 0.3 s;
+    pipelines.worker.)"""
+    order = pc.sort_indices(sides, sort_keys=SORT)
+    keyed = sides.select(RULE_COLUMNS).take(order).combine_chunks()
+    keys = keyed["key"]
+    count = len(keys)
+    if not count:
+        return
+    changes = pc.indices_nonzero(pc.not_equal(keys[1:], keys[:-1]))
+    starts = [0, *pc.add(changes, pa.scalar(1, changes.type)).to_pylist(), count]  # each key's first side, then the end
+    no = pa.scalar(False, pa.bool_())
+    for begin in range(0, len(starts) - 1, SLICE_KEYS):
+        bounds = starts[begin:begin + SLICE_KEYS + 1]
+        first = bounds[0]
+        rows = keyed.slice(first, bounds[-1] - first)
+        channels = rows["channel"].to_pylist()
+        streams = list(zip(rows["connection"].to_pylist(), channels, rows["consumer_tag"].to_pylist()))
+        publish, delivery, match = flow_pairs([bound - first for bound in bounds], rows["is_delivery"].to_pylist(),
+                                              rows["ts_ns"].to_pylist(), streams,
+                                              pc.fill_null(rows["redelivered"], no).to_pylist(),
+                                              pc.is_valid(rows["message_id"]).to_pylist())
+        yield arrow_flows(sides, _rows_of(order, publish, first), _rows_of(order, delivery, first), match, FLOW_SCHEMA)
+
+
+def _rows_of(order: pa.Array, rows: list, first: int) -> pa.Array:
+    """Rows of a slice of the sorted sides (None: none), from `first` on, as rows of the sides."""
+    return order.take(pc.add(pa.array(rows, pa.int64()), pa.scalar(first, pa.int64())))
 
 
 def _read_part(staging: str, part: int) -> pa.Table | None:

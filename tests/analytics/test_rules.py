@@ -298,30 +298,73 @@ def test_message_flow_matching():
     ], key=str)
 
 
-def test_keyed_flows_give_each_keys_flows_from_one_sorted_stream():
-    """The job's flows tasks read many keys' sides sorted by key, each side a row with both sides'
-    columns: keyed_flows gives what the rule gives key by key (every sample's publishes and
-    deliveries), and column_flows the same from those sides as batches of columns."""
-    from amqp_decode.analytics.message_flows import (DELIVERY_COLUMNS, PUBLISH_COLUMNS, column_flows, flow_key,
-                                                     keyed_flows)
-    from tests.analytics.tabulated import message_flows, tabulated_folder
+def test_the_flows_tasks_columns_give_the_rules_rows(monkeypatch):
+    """The job's flows tasks pair sides given as Arrow columns and make the rows in Arrow
+    (pipelines.stages.flows.part_flows): the rows the rule (flows) gives from the rows themselves,
+    key after key in key order and in the rule's order within a key, with equal values: every
+    sample's publishes and deliveries, and crafted ones for what the samples lack (fan-out, twins,
+    a redelivery, either side missing, times before 1970, a provisional side, a settled delivery),
+    staged as the decode tasks stage them, read from several files in no order, a few keys at a time."""
+    import datetime
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from amqp_decode.analytics.message_flows import (DELIVERY_COLUMNS, PUBLISH_COLUMNS, SideParts, flow_key,
+                                                     flows)
+    from pipelines.stages import flows as stage
+    from tests.analytics.tabulated import tabulated_folder
     from tests.capture.conftest import SAMPLES
     tables = tabulated_folder(str(SAMPLES))
-    publishes, deliveries = tables["publishes"], tables["deliveries"]
-    columns = sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS))
-    sides = [{**{name: row.get(name) for name in columns}, "is_delivery": is_delivery, "key": flow_key(row)}
-             for rows, is_delivery in ((publishes, False), (deliveries, True)) for row in rows]
-    # by key, then time with a publish first on a tie (the job's sort; ties beyond keep their order)
-    sides.sort(key=lambda side: (side["key"], side["delivered_ns"] if side["is_delivery"] else side["published_ns"],
-                                 side["is_delivery"]))
-    got = list(keyed_flows(sides))
-    want = message_flows(publishes, deliveries)
-    assert len(got) == len(want) > 100
-    assert sorted(map(repr, got)) == sorted(map(repr, want))
-    # the same sides as batches of columns (the flows tasks' Arrow slices), cut inside keys' runs
-    names = ["key", "is_delivery", *columns]
-    cuts = [0, 1, 7, 8, 50, len(sides) // 2, len(sides) - 1, len(sides)]
-    assert any(sides[cut - 1]["key"] == sides[cut]["key"] for cut in cuts[1:-1])
-    batches = [{name: [side[name] for side in sides[start:end]] for name in names}
-               for start, end in zip(cuts, cuts[1:])]
-    assert list(map(repr, column_flows(batches))) == list(map(repr, got))
+    publishes, deliveries = list(tables["publishes"]), list(tables["deliveries"])
+    given = [
+        ("publish", "pub", "A", {}),
+        ("deliver", "c1", "A", {"consumer_tag": "t1", "delivery_tag": 1, "settled_ns": 3_100_000}),
+        ("deliver", "c2", "A", {"consumer_tag": "t2", "delivery_tag": 1, "provisional": True}),
+        ("publish", "pub", "B", {}), ("publish", "pub", "B", {"provisional": True}),
+        ("deliver", "c1", "B", {"consumer_tag": "t1", "delivery_tag": 2}),
+        ("deliver", "c1", "B", {"consumer_tag": "t1", "delivery_tag": 3}),
+        ("deliver", "c1", "B", {"consumer_tag": "t1", "delivery_tag": 4, "redelivered": True}),
+        ("publish", "pub", "C", {"message_id": "m-9"}),
+        ("deliver", "c1", "Z", {"consumer_tag": "t1", "delivery_tag": 5}),
+    ]
+    for i, (side, connection, body, fields) in enumerate(given):
+        ts_ns = (i - 3) * 1_000_000 - 1_500  # before 1970 first: micros() floors
+        row = {"date": datetime.date(1970, 1, 1) if ts_ns >= 0 else datetime.date(1969, 12, 31), "capture": "x.pcap",
+               "source": "x.pcap", "provisional": False, "connection": connection, "channel": 1,
+               "message_key": f"x.pcap#{i}", "exchange": "ex", "routing_key": "rk", "body_sha256": body,
+               "message_id": None, **fields}
+        if side == "publish":
+            publishes.append({**row, "published_ns": ts_ns})
+        else:
+            deliveries.append({"redelivered": False, "queue": "q", "settled_ns": None, "outcome": "ack", **row,
+                               "delivered_ns": ts_ns})
+    staged = []
+    sides = SideParts(1, lambda part, side: staged.append(dict(zip(stage.SIDES.names, side))))
+    for rows, is_delivery in ((publishes, False), (deliveries, True)):
+        for row in rows:
+            sides.side(row, is_delivery)
+    random.Random(12).shuffle(staged)
+    third = len(staged) // 3
+    files = [pa.Table.from_pylist(staged[a:b], schema=stage.SIDES)
+             for a, b in ((0, third), (third, 2 * third), (2 * third, len(staged)))]
+    monkeypatch.setattr(stage, "SLICE_KEYS", 5)
+    got = pa.concat_tables(list(stage.part_flows(pa.concat_tables(files))))
+    got = pa.table({name: pc.cast(column, pa.int64()) if pa.types.is_timestamp(column.type) else column
+                    for name, column in zip(got.column_names, got.columns)}).to_pylist()
+
+    keyed: dict = {}
+    for rows, names in ((publishes, PUBLISH_COLUMNS), (deliveries, DELIVERY_COLUMNS)):
+        for row in rows:
+            keyed.setdefault(flow_key(row), []).append({name: row.get(name) for name in names})
+
+    def job_order(side):  # the flows tasks' sort within a key (stage.SORT)
+        delivery = "delivered_ns" in side
+        return (side["delivered_ns" if delivery else "published_ns"], delivery, side["connection"], side["channel"],
+                side["message_key"])
+    want = [row for key in sorted(keyed) for row in flows(sorted(keyed[key], key=job_order))]
+    assert sum(1 for row in want if row["match"] == "body") > 50 and len(keyed) > 5 * 5
+    assert any(row["redelivered"] and row["match"] for row in want) and any(row["provisional"] for row in want)
+    assert any(row["published_at"] is not None and row["published_at"] < 0 for row in want)
+    assert got == want
