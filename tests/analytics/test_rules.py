@@ -304,7 +304,8 @@ def test_the_flows_tasks_columns_give_the_rules_rows(monkeypatch):
     key after key in key order and in the rule's order within a key, with equal values: every
     sample's publishes and deliveries, and crafted ones for what the samples lack (fan-out, twins,
     a redelivery, either side missing, times before 1970, a provisional side, a settled delivery),
-    staged as the decode tasks stage them, read from several files in no order, a few keys at a time."""
+    staged as the decode tasks stage them (the samples' rows typed, as the rules make them, the
+    crafted ones mappings), read from several files in no order, a few keys at a time."""
     import datetime
     import random
 
