@@ -24,6 +24,8 @@ cdef class _Typed:
     cdef bint put(self, Py_ssize_t row, object value) except -1
     cdef grow(self, Py_ssize_t capacity)
     cdef Laid take(self, Py_ssize_t size)
+    @cython.locals(n=Py_ssize_t)
+    cdef clear(self, Py_ssize_t size)
     cdef tuple _validity(self, Py_ssize_t size)
 
 
@@ -58,6 +60,8 @@ cdef class _Bools(_Typed):
     cdef bint put(self, Py_ssize_t row, object value) except -1
     cdef grow(self, Py_ssize_t capacity)
     cdef Laid take(self, Py_ssize_t size)
+    @cython.locals(n=Py_ssize_t)
+    cdef clear(self, Py_ssize_t size)
 
 
 cdef object _typed(long long kind, Py_ssize_t capacity)
@@ -82,7 +86,7 @@ cdef class ColumnBuffer:
     cpdef add(self, dict row)
     @cython.locals(size=Py_ssize_t, i=Py_ssize_t, n=Py_ssize_t)
     cpdef add_values(self, tuple values)
-    @cython.locals(size=Py_ssize_t, typed=_Typed, taken=list)
+    @cython.locals(size=Py_ssize_t, capacity=Py_ssize_t, i=Py_ssize_t, typed=_Typed, taken=list, columns=list)
     cpdef list take(self)
 
 

@@ -219,6 +219,23 @@ def test_typed_columns_hold_the_same_values_as_lists_past_growth_and_takes():
             assert (column.validity is None) == (nulls == 0)
 
 
+def test_typed_columns_used_again_after_a_take_keep_nothing_of_the_rows_before():
+    """A typed column is cleared and used again for the next batch: a row that is null or false
+    now, where the batch before had a value or a true one at that place, comes out null or false,
+    whether the new batch is shorter or longer (growing past the old rows)."""
+    from amqp_decode.columns import BOOL, FIRST_CAPACITY, INT32, INT64
+    names = ("a", "b", "c")
+    buffer = ColumnBuffer(names, (INT64, INT32, BOOL))
+    batches = [[{"a": n, "b": -n, "c": True} for n in range(3 * FIRST_CAPACITY + 5)],
+               [{"c": False} if n % 2 else {} for n in range(FIRST_CAPACITY + 1)],
+               [{"a": 7} if n % 3 == 0 else {"c": n % 3 == 1} for n in range(9 * FIRST_CAPACITY)]]
+    for rows in batches:
+        for row in rows:
+            buffer.add(row)
+        columns = buffer.take()
+        assert [_plain(c) for c in columns] == [[row.get(name) for row in rows] for name in names]
+
+
 def test_a_value_a_typed_column_cannot_hold_turns_it_into_objects_for_the_batch():
     """A bool or a float among integers, an integer past the column's width, anything but a bool
     among booleans: that column is a list from then on, with every value so far (and the next
