@@ -65,9 +65,10 @@ class SideParts:
         """One row of `deliveries` when `is_delivery`, else of `publishes`: a typed row
         (its `column_values` in the table's column order) or any mapping of the columns."""
         if isinstance(row, TableRow):
-            values = row.column_values()
-            side = [values[i] if i >= 0 else None
-                    for i in (self.delivery_places if is_delivery else self.publish_places)]
+            typed = row
+            values = typed.column_values()
+            places = self.delivery_places if is_delivery else self.publish_places
+            side = [values[i] if i >= 0 else None for i in places]
         else:
             get = row.get
             side = [get(name) for name in SIDE_COLUMNS]
