@@ -133,3 +133,32 @@ def test_only_string_columns_are_dictionary_encoded(tmp_path):
         assert "RLE_DICTIONARY" in encodings[name] or "PLAIN_DICTIONARY" in encodings[name], name
     for name in ("ts_ns", "connection_seq"):
         assert not {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & set(encodings[name]), name
+
+
+def test_rows_given_in_arrow_follow_the_rows_added_before_them_per_date(tmp_path):
+    """add_arrow (message_flows' tasks make their rows in Arrow): the rows go to their dates' files
+    after the rows of that table added one by one before them, with the table's schema and run_id;
+    a batch of one date and a batch crossing midnight alike."""
+    from amqp_decode.tables import MESSAGE_FLOWS
+    schema = MESSAGE_FLOWS.arrow(("run_id",))
+    first, second = datetime.date(2026, 11, 27), datetime.date(2026, 11, 28)
+
+    def rows(days, start):
+        return [{"date": day, "capture": "c.pcap", "message_key": f"k{start + i}", "delivery_tag": start + i,
+                 "provisional": False, "source": "c.pcap"} for i, day in enumerate(days)]
+    one_by_one = rows([first, second], 0)
+    in_arrow = [rows([first] * 3, 10), rows([second, first, second, first], 20)]
+    writer = TableFiles(str(tmp_path), "run-1", batch_rows=100)
+    for row in one_by_one:
+        writer.add(MESSAGE_FLOWS, row)
+    for batch in in_arrow:
+        writer.add_arrow(MESSAGE_FLOWS, pa.Table.from_pylist(batch, schema=schema))
+    files = writer.close()
+    got = {f["date"]: pq.read_table(tmp_path / "message_flows" / f["path"]) for f in files}
+    assert sorted(got) == [first.isoformat(), second.isoformat()] and len(files) == 2
+    for day in (first, second):
+        table = got[day.isoformat()]
+        want = [row for row in one_by_one + in_arrow[0] + in_arrow[1] if row["date"] == day]
+        assert table.schema.equals(MESSAGE_FLOWS.arrow(("date",)))
+        assert table.column("message_key").to_pylist() == [row["message_key"] for row in want]
+        assert set(table.column("run_id").to_pylist()) == {"run-1"}
