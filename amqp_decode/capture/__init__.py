@@ -71,7 +71,7 @@ __all__ = ["CaptureError", "CaptureInfo", "CaptureIssue", "LINK_TYPE_NAMES", "re
 
 
 def read_records(path: str, info: CaptureInfo | None = None, source=None, *, start: int = 0,
-                 end: int | None = None) -> Iterator[tuple[int, int, bytes]]:
+                 end: int | None = None, offsets: bool = False) -> Iterator[tuple]:
     """(timestamp in ns, link type, captured bytes) for each packet record of the file.
 
     `info`, when given, is filled in: format, link types and snaplen at once; counts, issues
@@ -79,6 +79,9 @@ def read_records(path: str, info: CaptureInfo | None = None, source=None, *, sta
     opening `path` (any object with `read`; `path` then only names it); path "-" is stdin.
     `start`/`end`: read only the records of that byte range (see the module docstring); needs
     an uncompressed file that can seek (`rangeable`).
+    `offsets`: a record of an uncompressed pcap or pcapng file read on the fast path also says
+    where its bytes lie in the file: (timestamp, link type, bytes, offset). Records found on the
+    slow paths (around damage, at the file's end) and those of other files have no offset.
     Raises CaptureError at once for a file that cannot be read as a capture.
     """
     info = info if info is not None else CaptureInfo(path, _size(path))
@@ -97,10 +100,11 @@ def read_records(path: str, info: CaptureInfo | None = None, source=None, *, sta
         if ranged and start > 0 and not is_seekable(stream):
             raise CaptureError(path, "byte ranges need a file that can seek")
         window = Window(stream, head)
+        offsets = offsets and not compressed and window.seekable
         if head in PCAP_MAGICS:
-            reader = _pcap(path, window, info, start, end, close)
+            reader = _pcap(path, window, info, start, end, close, offsets)
         elif head == PCAPNG_MAGIC:
-            reader = _pcapng(path, window, info, start, end, close)
+            reader = _pcapng(path, window, info, start, end, close, offsets)
         else:
             return _fallback(path, info, source, head, close, compressed, origin)
         if compressed:
@@ -112,17 +116,19 @@ def read_records(path: str, info: CaptureInfo | None = None, source=None, *, sta
         raise
 
 
-def _pcap(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close) -> PcapReader:
+def _pcap(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close,
+          offsets: bool = False) -> PcapReader:
     window.extend(0, PCAP_HEADER + LEARN_BYTES)  # the first records teach the origlen rule
     rules = pcap_rules(window.buf, 0)
     if rules is None:
         raise CaptureError(path, "not a pcap or pcapng capture (the pcap header is cut short)")
     rules.learn_origlen(window.buf, PCAP_HEADER)
     info.format = "pcap-ns" if rules.nano else "pcap"
-    return PcapReader(window, info, rules, start, end, close)
+    return PcapReader(window, info, rules, start, end, close, offsets)
 
 
-def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close) -> PcapngReader:
+def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int | None, close,
+            offsets: bool = False) -> PcapngReader:
     window.extend(0, 28)
     length, order = block_length(window.buf, 0, "<")
     if length:
@@ -131,7 +137,7 @@ def _pcapng(path: str, window: Window, info: CaptureInfo, start: int, end: int |
     if not length or len(window.buf) < length:
         raise CaptureError(path, "not a pcap or pcapng capture (its section header is damaged or cut short)")
     info.format = "pcapng"
-    return PcapngReader(window, info, start, end, close, order)
+    return PcapngReader(window, info, start, end, close, order, offsets)
 
 
 def _fallback(path: str, info: CaptureInfo, source, head: bytes, close, compressed: bool, origin: int):

@@ -12,7 +12,8 @@ cdef int NEEDS_BYTES, IMPLAUSIBLE, PLAUSIBLE
                scale=cython.longlong, sub_max=cython.longlong, check_origlen=cython.bint,
                max_caplen=cython.longlong, max_origlen=cython.longlong, day=cython.longlong,
                header=cython.Py_ssize_t, record=bytes)
-cpdef tuple scan_records(bytes buf, Py_ssize_t p, long long stop_at, long long last_sec, object rules, list out)
+cpdef tuple scan_records(bytes buf, Py_ssize_t p, long long stop_at, long long last_sec, object rules, list out,
+                         long long at=*)
 
 
 @cython.locals(first=cython.longlong)

@@ -34,8 +34,10 @@ class PcapReader:
     """Records of one pcap file, or of the byte range [start, end) of it (see read_records)."""
 
     def __init__(self, window: Window, info: CaptureInfo, rules: PcapRules, start: int = 0,
-                 end: int | None = None, on_close=None) -> None:
+                 end: int | None = None, on_close=None, offsets: bool = False) -> None:
+        """`offsets`: records say where their bytes lie in the file (read_records)."""
         self.window = window
+        self.offsets = offsets
         self.info = info
         self.rules = rules
         self.range_rules = rules  # a range's ends are judged by the file's first header, as its start
@@ -87,7 +89,8 @@ class PcapReader:
                 batch: list = []
                 while True:
                     # the records whose headers are plausible and whose bytes are in buf, in one call
-                    why, p, last_sec = scan_records(buf, p, stop_at, last_sec, rules, batch)
+                    why, p, last_sec = scan_records(buf, p, stop_at, last_sec, rules, batch,
+                                                    window.origin + window.base if self.offsets else -1)
                     if batch:  # each but the last is followed by a plausible header: handed out
                         if pending is not None:
                             index += 1
@@ -138,6 +141,8 @@ class PcapReader:
                             cut = True
                             break
                     pending = (sec * 1_000_000_000 + sub * scale, link_type, buf[p + 16:end])
+                    if self.offsets:
+                        pending = (*pending, window.origin + window.base + p + 16)
                     last_sec = sec
                     p = end
 
@@ -325,10 +330,12 @@ class PcapReader:
             stream.issues = []
 
 
-def scan_records(buf: bytes, p: int, stop_at: int, last_sec: int, rules: PcapRules, out: list) -> tuple:
+def scan_records(buf: bytes, p: int, stop_at: int, last_sec: int, rules: PcapRules, out: list,
+                 at: int = -1) -> tuple:
     """The hot loop of `PcapReader.records`: from offset `p` of `buf`, each record whose header is
     plausible, whose bytes are all in `buf` and which starts before `stop_at` is appended to `out` as
-    (ts_ns, link type, bytes). Returns (why it stopped: NEEDS_BYTES, IMPLAUSIBLE or PLAUSIBLE, the
+    (ts_ns, link type, bytes), or with `at` (the file offset of buf[0]) >= 0 as (ts_ns, link type,
+    bytes, file offset of the bytes). Returns (why it stopped: NEEDS_BYTES, IMPLAUSIBLE or PLAUSIBLE, the
     offset of the header it stopped at, the seconds of the last record appended, else `last_sec`).
     Compiled, the header's fields are read octet by octet as C integers; interpreted, struct reads
     them (faster in Python)."""
@@ -357,7 +364,10 @@ def scan_records(buf: bytes, p: int, stop_at: int, last_sec: int, rules: PcapRul
             record = PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + p + header, end - p - header)  # noqa: F821
         else:
             record = buf[p + header:end]
-        out.append((sec * 1_000_000_000 + sub * scale, link_type, record))
+        if at < 0:
+            out.append((sec * 1_000_000_000 + sub * scale, link_type, record))
+        else:
+            out.append((sec * 1_000_000_000 + sub * scale, link_type, record, at + p + header))
         last_sec = sec
         p = end
     return NEEDS_BYTES, p, last_sec

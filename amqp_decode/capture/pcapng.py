@@ -74,8 +74,10 @@ class PcapngReader:
     """Packets of one pcapng file, or of the byte range [start, end) of it (see read_records)."""
 
     def __init__(self, window: Window, info: CaptureInfo, start: int = 0, end: int | None = None,
-                 on_close=None, order: str = "<") -> None:
+                 on_close=None, order: str = "<", offsets: bool = False) -> None:
+        """`offsets`: packets read on the fast path say where their bytes lie in the file (read_records)."""
         self.window = window
+        self.offsets = offsets
         self.info = info
         self.end = NO_END if end is None else end
         self.on_close = on_close
@@ -144,8 +146,8 @@ class PcapngReader:
 
     # -- the hot loop ----------------------------------------------------------------------------
 
-    def records(self) -> Iterator[tuple[int, int, bytes]]:
-        info, window = self.info, self.window
+    def records(self) -> Iterator[tuple]:
+        info, window, offsets = self.info, self.window, self.offsets
         index = records_bytes = 0
         first_ts = ts = None
         timed = False  # a packet with a time of its own was read
@@ -208,7 +210,11 @@ class PcapngReader:
                         first_ts = ts
                     index += 1
                     records_bytes += caplen
-                    yield ts, link_type, buf[p + EPB_HEADER:p + EPB_HEADER + caplen]
+                    if offsets:
+                        yield ts, link_type, buf[p + EPB_HEADER:p + EPB_HEADER + caplen], \
+                            window.origin + window.base + p + EPB_HEADER
+                    else:
+                        yield ts, link_type, buf[p + EPB_HEADER:p + EPB_HEADER + caplen]
                     p = end
 
                 # -- slow path: every other block, the end of the file, damage ----------------------

@@ -175,3 +175,50 @@ def test_a_pcap_of_another_byte_order_is_read_by_the_range_before(tmp_path):
     path.write_bytes(first + second)
     assert_same(path, [len(first) // 2, len(first) + 300, len(first) + 2000])
     assert struct.unpack(">I", second[:4])[0] == 0xA1B2C3D4
+
+
+def assert_offsets_place_the_bytes(path, cuts=()):
+    """Read with offsets (whole or in ranges): the records of a read without, each with, where the
+    fast path read it, the offset of its bytes in the file; most records have one."""
+    data, size = path.read_bytes(), path.stat().st_size
+    records, _ = whole(path)
+    points = [0, *sorted(set(cuts)), size]
+    placed = []
+    for start, end in zip(points, points[1:]):
+        placed += read_records(str(path), CaptureInfo(str(path), size), start=start, end=end, offsets=True)
+    assert [record[:3] for record in placed] == records, cuts
+    with_offset = [record for record in placed if len(record) == 4]
+    assert all(data[at:at + len(record)] == record for _, _, record, at in with_offset), cuts
+    assert len(with_offset) >= 0.9 * len(records)
+
+
+@pytest.mark.parametrize("path", UNCOMPRESSED, ids=sample_id)
+def test_records_read_with_offsets_say_where_their_bytes_lie(path):
+    size = path.stat().st_size
+    assert_offsets_place_the_bytes(path)
+    assert_offsets_place_the_bytes(path, [size // 3, 2 * size // 3])
+
+
+@pytest.mark.parametrize("name", ["connection_errors.pcap", "ipv6_pcapng.pcapng", "large_and_pipelined.pcap"])
+def test_offsets_with_small_reads(name, small_reads):
+    path = SAMPLES / name
+    size = path.stat().st_size
+    assert_offsets_place_the_bytes(path, list(range(size // 7, size, size // 7)))
+
+
+def test_offsets_around_damage(tmp_path, small_reads):
+    data = sample_bytes(SAMPLES / "connection_errors.pcap")
+    spans = record_spans(data)
+    mutant = bytearray(data)
+    mutant[spans[40][0] + 10] ^= 0x04  # caplen of record 40
+    at = spans[150][0]
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(bytes(mutant[:at]) + b"garbage" * 30 + bytes(mutant[at:]))
+    assert_offsets_place_the_bytes(path)
+    assert_offsets_place_the_bytes(path, [spans[39][0] + 5, spans[150][0]])
+
+
+def test_a_compressed_capture_gives_no_offsets():
+    path = SAMPLES / "kombu_gzip.pcap.gz"
+    records = list(read_records(str(path), CaptureInfo(str(path), path.stat().st_size), offsets=True))
+    assert records and all(len(record) == 3 for record in records)
