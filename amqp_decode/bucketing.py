@@ -9,7 +9,8 @@ bucket and nothing else.
 
     sorter = SegmentBuckets(buckets, parts)  # parts: amqp_decode.columns.PartColumns(SEGMENT_COLUMNS, ...,
                                             # buffer=HeldSegments), each row's size its payload's
-    sorter.read(records, report)  # records: (ts_ns, link type, bytes); report(bytes, packets) now and then
+    sorter.read(records, report)  # records: (ts_ns, link type, bytes[, file offset of the bytes]);
+                                  # report(bytes, packets) now and then
     sorter.spans  # {bucket: [earliest, latest] packet time}
 
 A bucket holds its segments as the parser made them (`HeldSegments`: one list append per packet)
@@ -28,7 +29,9 @@ from amqp_decode.packets import PacketParser, packed_columns
 from amqp_decode.stream_index import RangeStreams
 
 # A segment's row; `record` is the packet's index in its range, `stream` its local TCP stream.
-SEGMENT_COLUMNS = ("ts_ns", "record", "stream", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload")
+# `at`, `size`: where the payload lies in the capture file (Segment.at; -1: it is in `payload`).
+SEGMENT_COLUMNS = ("ts_ns", "record", "stream", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload",
+                   "at", "size")
 REPORT_EVERY = 4096  # records between two progress reports
 RECORD_HEADER = 16  # bytes a progress report counts per record beyond its data (a pcap record header)
 # C-typed twins of the two above, what the loop reads (compiled: C integers; bucketing.pxd)
@@ -98,11 +101,14 @@ class SegmentBuckets:
         count = self.records
         read = 0
         try:
-            for ts_ns, link_type, data in records:
+            for record in records:
+                # a record read with offsets (amqp_decode.capture.read_records) says where its bytes
+                # lie: its segment then stages that place rather than a copy of its payload
+                ts_ns, link_type, data = record[0], record[1], record[2]
                 count += 1
                 self.records = count
                 read += len(data) + _RECORD_HEADER
-                segment = parser.parse(ts_ns, link_type, data)
+                segment = parser.parse(ts_ns, link_type, data, record[3] if len(record) > 3 else -1)
                 if segment is not None:
                     stream = streams.segment(segment.src, segment.sport, segment.dst, segment.dport,
                                              segment.flags, segment.seq, ts_ns)
@@ -120,7 +126,7 @@ class SegmentBuckets:
                         latest[bucket] = ts_ns
                     segment.record = count - 1
                     segment.stream = stream
-                    parts.add(bucket, (segment,), len(segment.payload))
+                    parts.add(bucket, (segment,), len(segment.payload))  # (the bytes held: none when placed)
                 if count % _REPORT_EVERY == 0 and report is not None:
                     report(read, _REPORT_EVERY)
                     read = 0

@@ -33,7 +33,8 @@ COMPILED = __file__.endswith((".so", ".pyd"))
 class Segment:
     """One TCP segment: what reassembly needs of a packet."""
 
-    __slots__ = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream")
+    __slots__ = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream", "at",
+                 "size")
 
     def __init__(self, ts_ns: int, src: bytes, sport: int, dst: bytes, dport: int, seq: int, ack: int, flags: int,
                  payload: bytes) -> None:
@@ -50,29 +51,37 @@ class Segment:
         # (frame.number, from 1; 0 unknown) and the file's TCP stream index (tcp.stream; -1 unknown).
         self.record = 0
         self.stream = -1
+        # Where the payload lies in its capture file, when the parser was told the record's offset
+        # (PacketParser.parse): `size` bytes from offset `at`, and `payload` is then left empty.
+        # -1: the payload is in `payload` (`size` is its length).
+        self.at = -1
+        self.size = len(payload)
 
     def __repr__(self) -> str:
         return (f"Segment({self.ts_ns}, {format_endpoint(self.src, self.sport)} > "
                 f"{format_endpoint(self.dst, self.dport)}, seq={self.seq}, flags={self.flags:#x}, "
-                f"{len(self.payload)} bytes)")
+                f"{self.size} bytes{'' if self.at < 0 else f' at offset {self.at}'})")
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Segment) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
 
 
-def segments_from_packed(packed: list, base: int, streams: list) -> list:
+def segments_from_packed(packed: list, base: int, streams: list, capture=None) -> list:
     """packed_columns' inverse: the segments of SEGMENT_COLUMNS packed as packed_columns packs them
     (machine integer arrays, or any buffer of them such as an Arrow buffer's memoryview; (offsets,
     data) per bytes column), each numbered where the file shows it: pcap record `base + record[i] +
-    1`, TCP stream `streams[stream[i]]` (-1 where the map ends: not numbered). What the Spark job's
-    decode stage makes of a staged batch: compiled, every field goes from the buffers into the
-    segment in C, with no Python object per value on the way."""
-    ts, record, stream, src, sport, dst, dport, seq, ack, flags, payload = packed
+    1`, TCP stream `streams[stream[i]]` (-1 where the map ends: not numbered). A payload staged as
+    a place in the capture (`at` >= 0) is copied from `capture`, the capture file's bytes (any
+    buffer: a memory map), so every segment made holds its payload. What the Spark job's decode
+    stage makes of a staged batch: compiled, every field goes from the buffers into the segment in
+    C, with no Python object per value on the way."""
+    ts, record, stream, src, sport, dst, dport, seq, ack, flags, payload, at, size = packed
     src_end, src_data = src
     dst_end, dst_data = dst
     payload_end, payload_data = payload
     n = len(ts)
     known = len(streams)
+    whole = len(capture) if capture is not None else -1
     out = []
     for i in range(n):
         segment = Segment.__new__(Segment)  # (compiled: no __init__ call; every field is set here)
@@ -84,7 +93,17 @@ def segments_from_packed(packed: list, base: int, streams: list) -> list:
         segment.seq = seq[i]
         segment.ack = ack[i]
         segment.flags = flags[i]
-        segment.payload = _bytes_of(payload_data, payload_end[i], payload_end[i + 1])
+        start = at[i]
+        if start < 0:
+            segment.payload = _bytes_of(payload_data, payload_end[i], payload_end[i + 1])
+        else:
+            stop = start + size[i]
+            if stop > whole or stop < start:
+                raise ValueError(f"a staged payload lies at bytes {start}:{stop} of its capture, which has "
+                                 + ("no bytes given" if whole < 0 else f"{whole}: the file has changed since it was read"))
+            segment.payload = _bytes_in(capture, start, stop) if stop > start else b""
+        segment.at = -1
+        segment.size = len(segment.payload)
         segment.record = base + record[i] + 1
         local = stream[i]
         segment.stream = streams[local] if 0 <= local < known else -1
@@ -101,22 +120,29 @@ def _bytes_of(data: bytes, start: int, stop: int) -> bytes:
     return data[start:stop]
 
 
+def _bytes_in(buffer, start: int, stop: int) -> bytes:
+    """buffer[start:stop] as bytes; the caller has checked 0 <= start < stop <= len(buffer)."""
+    if COMPILED:  # (packets.pxd's C function, over the typed view: one copy)
+        return _view_bytes(buffer, start, stop)  # noqa: F821
+    return bytes(buffer[start:stop])
+
+
 _MAX_OFFSET = 0x7FFFFFFF  # Arrow's binary type: 32-bit offsets
 
 
 def packed_columns(segments: list) -> list:
     """Segments packed the way Arrow lays columns out (segments_from_packed is the inverse): for the read stage's
-    SEGMENT_COLUMNS (ts_ns, record, stream, src, sport, dst, dport, seq, ack, flags, payload; a
-    segment's `record` and `stream` being its index in the range and local stream there), an
-    `array` of machine integers per integer column ("q": int64, "i": int32) and (offsets, data)
+    SEGMENT_COLUMNS (ts_ns, record, stream, src, sport, dst, dport, seq, ack, flags, payload, at,
+    size; a segment's `record` and `stream` being its index in the range and local stream there),
+    an `array` of machine integers per integer column ("q": int64, "i": int32) and (offsets, data)
     per bytes column: array("i") of n + 1 offsets into one bytes. Arrow wraps them without a
     conversion per value; compiled, each field goes from the segment to the array in C."""
     n = len(segments)
-    longs = [array("q", bytes(8 * n)) for _ in range(4)]  # ts_ns, record, seq, ack
-    ints = [array("i", bytes(4 * n)) for _ in range(4)]  # stream, sport, dport, flags
+    longs = [array("q", bytes(8 * n)) for _ in range(5)]  # ts_ns, record, seq, ack, at
+    ints = [array("i", bytes(4 * n)) for _ in range(5)]  # stream, sport, dport, flags, size
     ends = [array("i", bytes(4 * (n + 1))) for _ in range(3)]  # src, dst, payload: 0, then each value's end
-    ts, record, seq, ack = longs  # (compiled: typed views of the arrays; interpreted: the arrays)
-    stream, sport, dport, flags = ints
+    ts, record, seq, ack, at = longs  # (compiled: typed views of the arrays; interpreted: the arrays)
+    stream, sport, dport, flags, size = ints
     src_end, dst_end, payload_end = ends
     src_size = dst_size = payload_size = 0
     srcs, dsts, payloads = [], [], []
@@ -130,6 +156,8 @@ def packed_columns(segments: list) -> list:
         seq[i] = segment.seq
         ack[i] = segment.ack
         flags[i] = segment.flags
+        at[i] = segment.at
+        size[i] = segment.size
         src_size += len(segment.src)
         dst_size += len(segment.dst)
         payload_size += len(segment.payload)
@@ -143,7 +171,7 @@ def packed_columns(segments: list) -> list:
         payloads.append(segment.payload)
     # in SEGMENT_COLUMNS' order
     return [longs[0], longs[1], ints[0], (ends[0], b"".join(srcs)), ints[1], (ends[1], b"".join(dsts)), ints[2],
-            longs[2], longs[3], ints[3], (ends[2], b"".join(payloads))]
+            longs[2], longs[3], ints[3], (ends[2], b"".join(payloads)), longs[4], ints[4]]
 
 
 def format_endpoint(address: bytes, port: int) -> str:
@@ -160,7 +188,10 @@ class PacketParser:
         self._fragments: dict[tuple, _FragmentSet] = {}
         self._max_fragment_sets = max_fragment_sets
 
-    def parse(self, ts_ns: int, link_type: int, data: bytes) -> Segment | None:
+    def parse(self, ts_ns: int, link_type: int, data: bytes, offset: int = -1) -> Segment | None:
+        """`offset`: where `data` lies in its capture file, when the segment is to say where its
+        payload lies there (`at`, `size`) rather than hold a copy of it. A payload that is not one
+        stretch of the record (reassembled from IP fragments) or is empty is held all the same."""
         # Fast path for the common case, Ethernet + IPv4 (no fragment) + TCP, in one go.
         if link_type == 1 and len(data) >= 54 and data[12] == 8 and data[13] == 0 and data[23] == 6 \
                 and not data[20] & 0x3F and not data[21]:
@@ -169,18 +200,20 @@ class PacketParser:
             total = (data[16] << 8) | data[17]
             end = 14 + total if header <= total <= len(data) - 14 else len(data)
             if header >= 20 and tcp + 20 <= end:
-                return _segment(ts_ns, _bytes_of(data, 26, 30), _bytes_of(data, 30, 34), data, tcp, end)
+                return _segment(ts_ns, _bytes_of(data, 26, 30), _bytes_of(data, 30, 34), data, tcp, end, offset)
         ip = self._link(link_type, data)
         if ip is None:
             return None
         if not ip:
             self.skipped["empty"] += 1
             return None
+        # the link layer's IP packet is always the record's tail
+        ip_at = offset + len(data) - len(ip) if offset >= 0 else -1
         version = ip[0] >> 4
         if version == 4:
-            return self._ipv4(ts_ns, ip)
+            return self._ipv4(ts_ns, ip, ip_at)
         if version == 6:
-            return self._ipv6(ts_ns, ip)
+            return self._ipv6(ts_ns, ip, ip_at)
         self.skipped["not-ip"] += 1
         return None
 
@@ -237,7 +270,7 @@ class PacketParser:
 
     # -- IP ------------------------------------------------------------------------------------
 
-    def _ipv4(self, ts_ns: int, ip: bytes) -> Segment | None:
+    def _ipv4(self, ts_ns: int, ip: bytes, ip_at: int = -1) -> Segment | None:
         if len(ip) < 20:
             self.skipped["short-ip-header"] += 1
             return None
@@ -254,9 +287,10 @@ class PacketParser:
             payload = self._defragment((4, src, dst, ident), offset, bool(more), payload)
             if payload is None:
                 return None
-        return self._tcp(ts_ns, src, dst, payload)
+            ip_at = -1  # (reassembled: no longer a stretch of the record)
+        return self._tcp(ts_ns, src, dst, payload, ip_at + header if ip_at >= 0 else -1)
 
-    def _ipv6(self, ts_ns: int, ip: bytes) -> Segment | None:
+    def _ipv6(self, ts_ns: int, ip: bytes, ip_at: int = -1) -> Segment | None:
         if len(ip) < 40:
             self.skipped["short-ip-header"] += 1
             return None
@@ -277,6 +311,7 @@ class PacketParser:
                 if whole is None:
                     return None
                 ip, offset, end = whole, 0, len(whole)
+                ip_at = -1
             elif next_header == 51:  # AH counts in 4-byte units
                 next_header, offset = ip[offset], offset + (ip[offset + 1] + 2) * 4
             else:
@@ -285,7 +320,7 @@ class PacketParser:
             self.skipped["not-tcp"] += 1
             return None
         payload = ip[offset:end]
-        return self._tcp(ts_ns, src, dst, payload)
+        return self._tcp(ts_ns, src, dst, payload, ip_at + offset if ip_at >= 0 else -1)
 
     def _defragment(self, key: tuple, offset: int, more: bool, data: bytes) -> bytes | None:
         pieces = self._fragments.get(key)
@@ -303,18 +338,20 @@ class PacketParser:
 
     # -- TCP -----------------------------------------------------------------------------------
 
-    def _tcp(self, ts_ns: int, src: bytes, dst: bytes, tcp: bytes) -> Segment | None:
+    def _tcp(self, ts_ns: int, src: bytes, dst: bytes, tcp: bytes, tcp_at: int = -1) -> Segment | None:
+        """`tcp_at`: where `tcp` lies in the capture file (-1: unknown)."""
         if len(tcp) < 20:
             self.skipped["short-tcp-header"] += 1
             return None
-        return _segment(ts_ns, src, dst, tcp, 0, len(tcp))
+        return _segment(ts_ns, src, dst, tcp, 0, len(tcp), tcp_at)
 
 
-def _segment(ts_ns: int, src: bytes, dst: bytes, data: bytes, tcp: int, end: int) -> Segment:
+def _segment(ts_ns: int, src: bytes, dst: bytes, data: bytes, tcp: int, end: int, data_at: int) -> Segment:
     """The segment of the TCP header at `tcp` in `data` (its 20 bytes there), its payload up to `end`
     (at most len(data)). The fields are read octet by octet (compiled: C loads, no struct call, no
     tuple of boxed integers), the payload copied out without a slice object, and the segment made
-    without a call to its __init__."""
+    without a call to its __init__. `data_at` >= 0: where `data` lies in the capture file; a
+    payload is then not copied but placed (Segment.at)."""
     segment = Segment.__new__(Segment)
     segment.ts_ns = ts_ns
     segment.src = src
@@ -326,7 +363,15 @@ def _segment(ts_ns: int, src: bytes, dst: bytes, data: bytes, tcp: int, end: int
     segment.ack = (ack << 24) | (data[tcp + 9] << 16) | (data[tcp + 10] << 8) | data[tcp + 11]
     segment.flags = data[tcp + 13]
     start = tcp + (data[tcp + 12] >> 4) * 4
-    segment.payload = _bytes_of(data, start if start < end else end, end)  # (a data offset past the end: none)
+    if start > end:  # a data offset past the end: no payload
+        start = end
+    segment.size = end - start
+    if data_at >= 0 and end > start:
+        segment.payload = b""
+        segment.at = data_at + start
+    else:
+        segment.payload = _bytes_of(data, start, end)
+        segment.at = -1
     segment.record = 0
     segment.stream = -1
     return segment

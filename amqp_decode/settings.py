@@ -161,6 +161,11 @@ class JobSection(Section):
     staging: Annotated[str, about(
         "Where the read stage hands TCP segments to the decode stage: a directory every "
         "executor can reach. Empty: a temporary directory on local masters, else <lake>/_staging.")] = ""
+    place_payloads: Annotated[bool, about(
+        "On local masters, the read stage stages where each TCP payload of an uncompressed "
+        "capture lies in it rather than a copy, and the decode stage reads the payloads from "
+        "the capture: the night is not written to the staging directory once more. The "
+        "captures must then stay as they are (appending is fine) until the run ends.")] = True
 
 
 class MaintainSection(Section):

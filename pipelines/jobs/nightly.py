@@ -175,7 +175,9 @@ def read_stage(spark, files: list[InputFile], settings: Settings, staging: str):
     units = plan_units(files, settings.job.split_bytes)
     context = spark.sparkContext
     slices = _balanced(units, min(len(units), 4 * context.defaultParallelism))
-    task = functools.partial(read_task, staging=staging, buckets=buckets_of(spark, settings))
+    # payloads left in the captures: only where the decode tasks run on this machine, which reads them
+    place = settings.job.place_payloads and context.master.startswith("local")
+    task = functools.partial(read_task, staging=staging, buckets=buckets_of(spark, settings), place_payloads=place)
     # RDDs of plain tuples: these stages need no SQL planning nor Arrow conversion, only tasks
     rows = context.parallelize(slices, len(slices)).flatMap(lambda s: s).mapPartitions(task).collect()
     return units, {unit: (staged, facts) for unit, staged, facts in rows}

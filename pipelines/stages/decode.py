@@ -19,6 +19,7 @@ import os
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from amqp_decode.analytics.common import day
@@ -31,7 +32,8 @@ from pipelines.carryover import staged_states
 from pipelines.progress import TaskProgress
 from pipelines.stages.flows import FlowSides
 from pipelines.stages.numbering import tcp_streams_of
-from pipelines.stages.read import staged_path
+from pipelines.stages.placed import CaptureBytes
+from pipelines.stages.read import SEGMENTS, staged_path
 from pipelines.tablefiles import TableFiles, filesystem_of
 from pipelines.worker import prepare_worker
 
@@ -132,9 +134,20 @@ def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
         stream_map = tcp_streams_of(staging, unit)  # a unit's at a time: never the whole night's
         with _open_staged(filesystem, path) as source:
             reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                for segment in segments_from_packed(_packed(reader.get_batch(i)), base, stream_map):
-                    yield segment.ts_ns, file_index, segment
+            with CaptureBytes(reader.schema.metadata) as capture:  # payloads left in the capture, if any
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    last = pc.max(batch.column(AT)).as_py()  # (segments come in file order)
+                    placed = last is not None and last >= 0
+                    segments = segments_from_packed(_packed(batch), base, stream_map,
+                                                    capture.open() if placed else None)
+                    if placed:
+                        capture.release(last)
+                    for segment in segments:
+                        yield segment.ts_ns, file_index, segment
+
+
+AT = SEGMENTS.get_field_index("at")
 
 
 def _packed(batch: pa.RecordBatch) -> list:

@@ -8,12 +8,14 @@ per (unit, bucket) in capture order: the per-packet work is one compiled loop
 segments of its connections, from every file of the run, and nothing else. What reading
 found (records, link types, damage) comes back as the unit's facts, and its local TCP streams are
 staged beside its segments: from both the driver numbers records and TCP streams as Wireshark does
-in each file (pipelines.stages.numbering).
+in each file (pipelines.stages.numbering). With `place_payloads`, the payloads of an uncompressed
+local capture stay where they are: the segments say where (pipelines.stages.placed).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Iterator
 
 import pyarrow as pa
@@ -21,9 +23,10 @@ import pyarrow as pa
 from amqp_decode.bucketing import HeldSegments, SegmentBuckets
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
 from amqp_decode.gc_policy import fewer_collections
-from pipelines.inputs import fingerprint, open_input
+from pipelines.inputs import fingerprint, local_path, open_input
 from pipelines.progress import TaskProgress
 from pipelines.stages.numbering import stage_streams
+from pipelines.stages.placed import placing_schema
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
 from pipelines.worker import prepare_worker
@@ -34,6 +37,7 @@ SEGMENTS = pa.schema([
     ("stream", pa.int32()),  # the unit's local TCP stream (amqp_decode.stream_index)
     ("src", pa.binary()), ("sport", pa.int32()), ("dst", pa.binary()), ("dport", pa.int32()),
     ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
+    ("at", pa.int64()), ("size", pa.int32()),  # where the payload lies in the capture (-1: in `payload`)
 ])
 UNIT_FIELDS = ("unit", "file_index", "uri", "start", "end", "size")  # pipelines.plan.Unit, as a tuple
 FLUSH_ROWS = 8192
@@ -46,22 +50,23 @@ def staged_path(staging: str, unit: int, bucket: int) -> str:
     return f"{staging}/u{unit:06d}-b{bucket:05d}.arrow"
 
 
-def read_task(units: Iterator[tuple], staging: str, buckets: int) -> Iterator[tuple[int, dict, dict]]:
+def read_task(units: Iterator[tuple], staging: str, buckets: int,
+              place_payloads: bool = False) -> Iterator[tuple[int, dict, dict]]:
     """Units (UNIT_FIELDS tuples) -> (unit, {bucket: segments staged}, facts)."""
     prepare_worker()
     for values in units:
         unit = dict(zip(UNIT_FIELDS, values))
         progress = TaskProgress(staging, f"read-{unit['unit']}")
         with fewer_collections():
-            staged, facts = read_unit(unit, staging, buckets, progress)
+            staged, facts = read_unit(unit, staging, buckets, progress, place_payloads)
         progress.close()
         yield unit["unit"], staged, facts
 
 
-def read_unit(unit: dict, staging: str, buckets: int,
-              progress: TaskProgress | None = None) -> tuple[dict[int, int], dict]:
+def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | None = None,
+              place_payloads: bool = False) -> tuple[dict[int, int], dict]:
     """Stage one unit; returns ({bucket: segments staged}, facts). The facts' `spans`: {bucket:
-    [earliest, latest] packet time of its segments}."""
+    [earliest, latest] packet time of its segments}. `place_payloads`: see the module docstring."""
     uri, start, end = unit["uri"], unit["start"], unit["end"]
     info = CaptureInfo(uri, unit["size"])
     filesystem, root = filesystem_of(staging)
@@ -70,9 +75,12 @@ def read_unit(unit: dict, staging: str, buckets: int,
     sorter = SegmentBuckets(buckets, files.parts)
     status, error = "ok", None
     report = (lambda read, packets: progress.add(bytes=read, packets=packets)) if progress is not None else None
+    local = local_path(uri) if place_payloads else None
     try:
         with open_input(uri) as source:
-            sorter.read(_records(uri, info, source, start, end), report)
+            if local is not None:
+                files.schema = placing_schema(SEGMENTS, os.path.abspath(local), source)
+            sorter.read(_records(uri, info, source, start, end, local is not None), report)
     except CaptureError as failure:
         status, error = "failed", failure.reason
     except FileNotFoundError:
@@ -110,7 +118,7 @@ def _tuples(value):
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def _records(uri, info, source, start, end):
+def _records(uri, info, source, start, end, offsets):
     if start == 0 and end is None:
-        return read_records(uri, info, source)
-    return read_records(uri, info, source, start=start, end=end)
+        return read_records(uri, info, source, offsets=offsets)
+    return read_records(uri, info, source, start=start, end=end, offsets=offsets)

@@ -32,22 +32,25 @@ def unpacked(columns: list) -> list[tuple]:
     return list(zip(*values))
 
 
-def _sorted(path, flush_rows: int = 64, held_rows: int | None = None):
+def _sorted(path, flush_rows: int = 64, held_rows: int | None = None, offsets: bool = False):
     """{bucket: rows} as SegmentBuckets leaves them (written whenever a part is full), the sorter,
     and its progress reports."""
     out: dict[int, list[tuple]] = {}
     parts = PartColumns(SEGMENT_COLUMNS, lambda part: out.setdefault(part, []).extend(unpacked(parts.take(part))),
                         flush_rows, held_rows, buffer=HeldSegments)
     sorter, reports = SegmentBuckets(BUCKETS, parts), []
-    sorter.read(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)),
+    sorter.read(read_records(str(path), CaptureInfo(str(path), path.stat().st_size), offsets=offsets),
                 lambda read, packets: reports.append((read, packets)))
     for part in list(parts.buffers):
         out.setdefault(part, []).extend(unpacked(parts.take(part)))
     return out, sorter, reports
 
 
+@pytest.mark.parametrize("offsets", [False, True], ids=["payloads", "placed"])
 @pytest.mark.parametrize("path", ALL_SAMPLES, ids=sample_id)
-def test_every_segment_is_in_its_connections_bucket_as_the_parser_reads_it(path):
+def test_every_segment_is_in_its_connections_bucket_as_the_parser_reads_it(path, offsets):
+    """Placed (records read with their offsets): a payload is staged as its place in the file
+    (at, size) wherever it is one stretch of its record, and the file's bytes there are the payload."""
     parser, streams, want, spans = PacketParser(), RangeStreams(), {}, {}
     records = list(read_records(str(path), CaptureInfo(str(path), path.stat().st_size)))
     for index, (ts_ns, link_type, data) in enumerate(records):
@@ -57,10 +60,22 @@ def test_every_segment_is_in_its_connections_bucket_as_the_parser_reads_it(path)
         stream = streams.segment(s.src, s.sport, s.dst, s.dport, s.flags, s.seq, ts_ns)
         bucket = bucket_of(s.src, s.sport, s.dst, s.dport, BUCKETS)
         want.setdefault(bucket, []).append((ts_ns, index, stream, s.src, s.sport, s.dst, s.dport, s.seq, s.ack,
-                                            s.flags, s.payload))
+                                            s.flags, s.payload, -1, len(s.payload)))
         span = spans.setdefault(bucket, [ts_ns, ts_ns])
         span[:] = [min(span[0], ts_ns), max(span[1], ts_ns)]
-    got, sorter, reports = _sorted(path)
+    got, sorter, reports = _sorted(path, offsets=offsets)
+    if offsets:
+        whole, placed = path.read_bytes(), 0
+        for rows in got.values():
+            for k, row in enumerate(rows):
+                *fields, payload, at, size = row
+                if at >= 0:
+                    assert payload == b"" and size > 0
+                    rows[k] = (*fields, whole[at:at + size], -1, size)
+                    placed += 1
+        # a compressed capture's bytes have no place in the file: its payloads are staged
+        payloads = any(s for rows in want.values() for *_, s, _, _ in rows)
+        assert placed == 0 if path.name.endswith(".gz") else placed > 0 or not payloads
     assert got == want and sum(map(len, got.values())) > 0
     assert sorter.spans == spans
     assert sorter.records == len(records) and sorter.streams.count == streams.count

@@ -79,34 +79,102 @@ def test_the_staged_files_hold_the_parsers_segments_value_for_value(tmp_path, pa
             stream = streams.segment(s.src, s.sport, s.dst, s.dport, s.flags, s.seq, ts_ns)
             want[bucket_of(s.src, s.sport, s.dst, s.dport, 3)].append(
                 {"ts_ns": ts_ns, "record": index, "stream": stream, "src": s.src, "sport": s.sport, "dst": s.dst,
-                 "dport": s.dport, "seq": s.seq, "ack": s.ack, "flags": s.flags, "payload": s.payload})
+                 "dport": s.dport, "seq": s.seq, "ack": s.ack, "flags": s.flags, "payload": s.payload,
+                 "at": -1, "size": len(s.payload)})
     staged, facts = read_unit(unit(path), str(tmp_path), buckets=3)
     got = {bucket: pa.ipc.open_file(staged_path(str(tmp_path), 0, bucket)).read_all() for bucket in staged}
     assert all(table.schema == SEGMENTS for table in got.values())
     assert {bucket: table.to_pylist() for bucket, table in got.items()} == dict(want)
 
 
+@pytest.mark.parametrize("place", [False, True], ids=["payloads", "placed"])
 @pytest.mark.parametrize("path", ALL_SAMPLES, ids=sample_id)
-def test_the_decode_stage_reads_back_the_segments_the_parser_made(tmp_path, path):
+def test_the_decode_stage_reads_back_the_segments_the_parser_made(tmp_path, path, place):
     """Staged (packed), then read back by the decode stage: every field of every segment as the
-    parser made it, in capture order, numbered as the file shows it."""
+    parser made it, in capture order, numbered as the file shows it. Placed: the payloads of an
+    uncompressed capture are not staged but read from the capture (pipelines.stages.placed)."""
     import pyarrow.fs as pafs
 
     from amqp_decode.capture import CaptureInfo, read_records
     from amqp_decode.packets import PacketParser
     from pipelines.stages.decode import _segments
-    fields = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream")
+    fields = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream", "at",
+              "size")
     parser, want = PacketParser(), defaultdict(list)
     for index, (ts_ns, link_type, data) in enumerate(read_records(str(path), CaptureInfo(str(path), 0))):
         s = parser.parse(ts_ns, link_type, data)
         if s is not None:
             s.record, s.stream = 1000 + index + 1, -1  # (the unit is not numbered here: no tcp.stream)
             want[bucket_of(s.src, s.sport, s.dst, s.dport, 3)].append(tuple(getattr(s, f) for f in fields))
-    staged, _ = read_unit(unit(path), str(tmp_path), buckets=3)
+    staged, _ = read_unit(unit(path), str(tmp_path), buckets=3, place_payloads=place)
+    staged_bytes = sum(pa.ipc.open_file(staged_path(str(tmp_path), 0, b)).read_all().column("payload").nbytes
+                       for b in staged)
+    payload_bytes = sum(len(row[fields.index("payload")]) for rows in want.values() for row in rows)
+    if place and not path.name.endswith(".gz"):
+        assert staged_bytes < payload_bytes or payload_bytes == 0
+    else:
+        assert staged_bytes >= payload_bytes
     for bucket in staged:
         got = _segments(pafs.LocalFileSystem(), [(staged_path(str(tmp_path), 0, bucket), 1000, 0)], str(tmp_path), 0)
         assert [tuple(getattr(s, f) for f in fields) for _, _, s in got] == want[bucket]
     assert sum(map(len, want.values())) == sum(staged.values()) > 0
+
+
+def _read_back(staging, staged) -> list[tuple]:
+    import pyarrow.fs as pafs
+
+    from pipelines.stages.decode import _segments
+    got = []
+    for bucket in sorted(staged):
+        got += [(s.ts_ns, s.seq, s.payload) for _, _, s in
+                _segments(pafs.LocalFileSystem(), [(staged_path(str(staging), 0, bucket), 0, 0)], str(staging), 0)]
+    return got
+
+
+def test_payloads_left_in_the_capture_are_read_from_it_in_small_steps_the_pages_given_back(tmp_path, monkeypatch):
+    """Many staged batches, the capture's pages released behind each: the same segments as staged bytes."""
+    import pipelines.stages.placed as placed
+    import pipelines.stages.read as read
+    path = SAMPLES / "large_and_pipelined.pcap"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    want = _read_back(tmp_path / "a", read_unit(unit(path), str(tmp_path / "a"), buckets=3)[0])
+    monkeypatch.setattr(read, "FLUSH_ROWS", 16)
+    monkeypatch.setattr(placed, "RELEASE_BYTES", 1)
+    released = []
+    monkeypatch.setattr(placed.CaptureBytes, "release",
+                        lambda self, offset, release=placed.CaptureBytes.release: (released.append(offset),
+                                                                                  release(self, offset)))
+    staged, _ = read_unit(unit(path), str(tmp_path / "b"), buckets=3, place_payloads=True)
+    assert _read_back(tmp_path / "b", staged) == want and len(want) > 50
+    assert len(released) >= 4
+
+
+def test_a_capture_replaced_or_cut_short_after_the_read_stage_fails_its_decode_task(tmp_path):
+    """Appended to (a capture still being written), it is read as it was."""
+    from pipelines.stages.placed import CaptureChanged
+    original = (SAMPLES / "confirms.pcap").read_bytes()
+    capture, staging = tmp_path / "capture.pcap", tmp_path / "staging"
+    capture.write_bytes(original)
+    staging.mkdir()
+    staged, _ = read_unit(unit(capture), str(staging), buckets=1, place_payloads=True)
+    want = _read_back(staging, staged)
+    assert want and all(payload == b"" or payload in original for _, _, payload in want)
+    with open(capture, "ab") as appending:
+        appending.write(b"\0" * 1000)
+    assert _read_back(staging, staged) == want
+    with open(capture, "r+b") as cutting:
+        cutting.truncate(len(original) // 2)
+    with pytest.raises(ValueError, match="the file has changed since it was read"):
+        _read_back(staging, staged)
+    replacement = tmp_path / "other.pcap"
+    replacement.write_bytes(original)
+    os.replace(replacement, capture)  # the same bytes, but another file
+    with pytest.raises(CaptureChanged, match="replaced after the read stage read it"):
+        _read_back(staging, staged)
+    capture.unlink()
+    with pytest.raises(CaptureChanged, match="removed after the read stage read it"):
+        _read_back(staging, staged)
 
 
 def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
