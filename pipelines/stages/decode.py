@@ -137,17 +137,24 @@ def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
             with CaptureBytes(reader.schema.metadata) as capture:  # payloads left in the capture, if any
                 for i in range(reader.num_record_batches):
                     batch = reader.get_batch(i)
-                    last = pc.max(batch.column(AT)).as_py()  # (segments come in file order)
-                    placed = last is not None and last >= 0
-                    segments = segments_from_packed(_packed(batch), base, stream_map,
-                                                    capture.open() if placed else None)
-                    if placed:
-                        capture.release(last)
-                    for segment in segments:
-                        yield segment.ts_ns, file_index, segment
+                    last = pc.max(batch.column(AT)).as_py()
+                    if last is None or last < 0:  # payloads staged: the batch at once
+                        for segment in segments_from_packed(_packed(batch), base, stream_map):
+                            yield segment.ts_ns, file_index, segment
+                        continue
+                    view = capture.open()
+                    # in slices, each followed by the release of the pages read (segments come in
+                    # file order): a whole batch spans tens of MB of the capture
+                    for start in range(0, batch.num_rows, PLACED_SLICE):
+                        part = batch.slice(start, PLACED_SLICE)
+                        segments = segments_from_packed(_packed(part), base, stream_map, view)
+                        capture.release(pc.max(part.column(AT)).as_py())
+                        for segment in segments:
+                            yield segment.ts_ns, file_index, segment
 
 
 AT = SEGMENTS.get_field_index("at")
+PLACED_SLICE = 1024  # staged segments whose payloads are read from the capture at a time
 
 
 def _packed(batch: pa.RecordBatch) -> list:

@@ -20,7 +20,7 @@ import os
 import pyarrow as pa
 
 PATH_KEY, IDENTITY_KEY = b"amqpcap.capture", b"amqpcap.capture_identity"
-RELEASE_BYTES = 16 << 20  # pages already read are released from the task's memory map per this much
+RELEASE_BYTES = 4 << 20  # pages already read are released from the task's memory map per this much
 
 
 class CaptureChanged(RuntimeError):
