@@ -138,17 +138,17 @@ def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
                 for i in range(reader.num_record_batches):
                     batch = reader.get_batch(i)
                     last = pc.max(batch.column(AT)).as_py()
-                    if last is None or last < 0:  # payloads staged: the batch at once
-                        for segment in segments_from_packed(_packed(batch), base, stream_map):
-                            yield segment.ts_ns, file_index, segment
-                        continue
-                    view = capture.open()
-                    # in slices, each followed by the release of the pages read (segments come in
-                    # file order): a whole batch spans tens of MB of the capture
-                    for start in range(0, batch.num_rows, PLACED_SLICE):
-                        part = batch.slice(start, PLACED_SLICE)
-                        segments = segments_from_packed(_packed(part), base, stream_map, view)
-                        capture.release(pc.max(part.column(AT)).as_py())
+                    placed = last is not None and last >= 0
+                    # placed: in slices, each followed by the release of the pages read (segments
+                    # come in file order; a whole batch spans tens of MB of the capture); staged
+                    # bytes: the batch at once
+                    parts = [batch.slice(start, PLACED_SLICE) for start in range(0, batch.num_rows, PLACED_SLICE)] \
+                        if placed else [batch]
+                    for part in parts:
+                        segments = segments_from_packed(_packed(part), base, stream_map,
+                                                        capture.open() if placed else None)
+                        if placed:
+                            capture.release(pc.max(part.column(AT)).as_py())
                         for segment in segments:
                             yield segment.ts_ns, file_index, segment
 
