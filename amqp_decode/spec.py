@@ -9,9 +9,9 @@ bundled ones live in `spec/`; any file in the same format can be loaded instead,
 from __future__ import annotations
 
 import functools
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from amqp_decode.errors import SpecError
@@ -227,11 +227,25 @@ def parse_spec(text: str | bytes, source: str = "<string>") -> Spec:
 def load_spec(name_or_path: str = "0-9-1") -> Spec:
     """A bundled spec by version ("0-9-1", "0-9") or any spec file by path; cached per process."""
     if name_or_path in BUNDLED:
-        resource = resources.files("amqp_decode.specs") / BUNDLED[name_or_path]
-        return parse_spec(resource.read_bytes(), f"spec/{BUNDLED[name_or_path]}")
+        return parse_spec(_bundled_bytes(BUNDLED[name_or_path]), f"spec/{BUNDLED[name_or_path]}")
     path = Path(name_or_path)
     try:
         data = path.read_bytes()
     except OSError as error:
         raise SpecError(f"cannot read spec file {path}: {error.strerror}") from None
     return parse_spec(data, str(path))
+
+
+def _bundled_bytes(name: str) -> bytes:
+    """A bundled spec file: installed, in the package amqp_decode.specs beside this module; in a
+    source checkout (an editable install), in spec/ at its root. (Found by path, not through
+    importlib.resources, whose import costs every `amqpcap` start several milliseconds.)"""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder in (os.path.join(here, "specs"), os.path.join(os.path.dirname(here), "spec")):
+        try:
+            with open(os.path.join(folder, name), "rb") as file:
+                return file.read()
+        except FileNotFoundError:
+            continue
+    from importlib import resources  # (anything else a packaging tool may do)
+    return (resources.files("amqp_decode.specs") / name).read_bytes()

@@ -31,7 +31,6 @@ value wins. (This module imports pyarrow only when a task prepares, so the comma
 
 from __future__ import annotations
 
-import importlib.abc
 import os
 import sys
 
@@ -60,7 +59,10 @@ def one_blas_thread() -> None:
         os.environ.setdefault(name, value)
 
 
-class _PandasOutOfReach(importlib.abc.MetaPathFinder):
+class _PandasOutOfReach:
+    """A finder on sys.meta_path (it needs only find_spec; importlib.abc, its base class, would
+    cost every `amqpcap` start the import of importlib.resources)."""
+
     def find_spec(self, name, path=None, target=None):
         if name == "pandas" or name.startswith("pandas."):
             raise ImportError("pandas is out of reach while pyarrow probes for it")

@@ -3,13 +3,15 @@
 # digits stored one by one), the record's fields read as C members.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 from amqp_decode.record cimport Record
 
 cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
 cdef Py_ssize_t _PIECES_HELD
+cdef str _TO_SERVER, _TO_CLIENT
 cdef int _COMMA
 cdef long long _INT64_MIN, _INT64_MAX
+cdef bytes _PAIRS
 cdef bint COMPILED
 cdef object _DUMPS, _NEWLINE
 cdef bytes _TS, _TS_NS, _TS_LAST_NS, _CAPTURE, _PCAP_RECORD, _PCAP_RECORD_LAST, _TCP_STREAM, _CONNECTION
@@ -23,7 +25,7 @@ cdef class LineWriter:
     cdef char* data
     cdef public Py_ssize_t capacity
     cdef public Py_ssize_t n
-    cdef public dict pieces
+    cdef public dict kinds, methods, classes, to_server, to_client
     cdef public object capture
     cdef public bytes capture_piece
     cdef public object float_value
@@ -32,14 +34,16 @@ cdef class LineWriter:
     @cython.locals(shape=tuple, tail=dict, nested=bytes, comma=Py_ssize_t)
     cpdef line(self, Record record)
     @cython.locals(piece=bytes)
-    cdef bytes _piece(self, object key)
+    cdef bytes _piece(self, dict pieces, bytes key, object value, bytes after)
+    @cython.locals(links=dict, entry=tuple, piece=bytes)
+    cdef bytes _link(self, object connection, object client, object server, object direction)
     cdef bytes _line(self)
     cdef _put(self, bytes piece)
     @cython.locals(size=Py_ssize_t, n=Py_ssize_t)
     cdef _put_part(self, bytes piece, Py_ssize_t start, Py_ssize_t stop)
     cdef _grow(self, Py_ssize_t need)
-    @cython.locals(signed=cython.longlong, number=cython.ulonglong, power=cython.ulonglong, digits=Py_ssize_t,
-                   n=Py_ssize_t, i=Py_ssize_t, data=cython.p_char)
+    @cython.locals(signed=cython.longlong, number=cython.ulonglong, pair=Py_ssize_t, pairs="const char*",
+                   n=Py_ssize_t, i=Py_ssize_t, end=Py_ssize_t, size=Py_ssize_t, data=cython.p_char)
     cdef _number(self, object value)
 
 

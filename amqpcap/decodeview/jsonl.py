@@ -44,9 +44,11 @@ def reference_line(record) -> bytes:
 _METHOD, _METHOD_MESSAGE = SHAPES["method"], METHOD_MESSAGE
 _HEADER, _BODY, _HEARTBEAT = SHAPES["header"], SHAPES["body"], SHAPES["heartbeat"]
 _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE = SHAPES["issue"], SHAPES["protocol-header"], CAPTURE_ISSUE
-_PIECES_HELD = 8192  # runs of keys and values remembered (LineWriter._piece); past that it starts over
+_PIECES_HELD = 8192  # runs of keys and values remembered per table (LineWriter._piece); past that it starts over
+_TO_SERVER, _TO_CLIENT = "C>S", "S>C"  # (amqp_decode.spec's directions)
 _COMMA = 44  # ","
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_PAIRS = "".join(f"{i:02d}" for i in range(100)).encode()  # the digits of 0 to 99, two each
 
 # The keys as written, each after the value before it (the first one opens the object)
 _TS = b'{"ts":'
@@ -73,7 +75,14 @@ class LineWriter:
         self.data = self.buf  # (compiled: a pointer to its bytes)
         self.capacity = len(self.buf)
         self.n = 0
-        self.pieces: dict = {}  # what a run of keys and values renders as (see line), by what it holds
+        # what a run of keys and values renders as (see _piece), by the string it holds: a kind, a
+        # method's name, a class's name; a connection's (client, server, run) by its id, one table
+        # per direction
+        self.kinds: dict = {}
+        self.methods: dict = {}
+        self.classes: dict = {}
+        self.to_server: dict = {}
+        self.to_client: dict = {}
         self.capture = None  # the last capture named, and its run: ,"capture":"...","pcap_record":
         self.capture_piece = _CAPTURE + _NULL + _PCAP_RECORD
         self.float_value = None  # the last time written alone, and its JSON (a packet's records share it)
@@ -97,7 +106,7 @@ class LineWriter:
             value = record.ts
             if type(value) is not float or value != self.float_value or value == 0.0:  # (0.0 and -0.0 are equal)
                 self.float_value = value
-                self.float_text = _rendered(value)
+                self.float_text = _DUMPS(value)  # (a float: no default needed, no keywords to pass)
             self._put(self.float_text)
             nested = None
             comma = 0
@@ -121,22 +130,22 @@ class LineWriter:
         self._number(record.pcap_record_last)
         self._put(_TCP_STREAM)
         self._number(record.tcp_stream)
-        self._put(self._piece((record.connection, record.client, record.server, record.dir)))
+        self._put(self._link(record.connection, record.client, record.server, record.dir))
         self._number(record.channel)
-        self._put(self._piece(record.kind))
+        self._put(self._piece(self.kinds, _KIND, record.kind, _OFFSET))
         self._number(record.offset)
         self._put(_SIZE)
         self._number(record.size)
         if nested is not None:
             if shape is _HEADER:
-                self._put(self._piece((_CLASS, record.class_name)))
+                self._put(self._piece(self.classes, _CLASS, record.class_name, _CLASS_ID))
                 self._number(record.class_id)
                 self._put(_WEIGHT)
                 self._number(record.weight)
                 self._put(_BODY_SIZE)
                 self._number(record.body_size)
             else:
-                self._put(self._piece((_METHOD_KEY, record.method)))
+                self._put(self._piece(self.methods, _METHOD_KEY, record.method, _CLASS_ID))
                 self._number(record.class_id)
                 self._put(_METHOD_ID)
                 self._number(record.method_id)
@@ -173,32 +182,38 @@ class LineWriter:
 
     # -- pieces ----------------------------------------------------------------------------------
 
-    def _piece(self, key) -> bytes:
-        """The remembered run of keys and values `key` stands for:
-        (connection, client, server, dir) -> ,"connection":...,"client":...,"server":...,"dir":...,"channel":
-        a kind -> ,"kind":"...","offset":   (_METHOD_KEY, a method) -> ,"method":"...","class_id":
-        (_CLASS, a class name) -> ,"class":"...","class_id":"""
-        try:
-            piece = self.pieces.get(key)
-        except TypeError:  # a value no capture puts there (a list...): rendered, not remembered
-            return self._render_piece(key)
+    def _piece(self, pieces: dict, key: bytes, value, after: bytes) -> bytes:
+        """key + value + after, remembered in `pieces` when value is a string: ,"kind":"...","offset":
+        ,"method":"...","class_id":   ,"class":"...","class_id":"""
+        if type(value) is not str:  # (None, or a value no capture puts there: rendered each time)
+            return key + _rendered(value) + after
+        piece = pieces.get(value)
         if piece is None:
-            piece = self._render_piece(key)
-            if len(self.pieces) >= _PIECES_HELD:
-                self.pieces.clear()
-            self.pieces[key] = piece
+            piece = key + _rendered(value) + after
+            if len(pieces) >= _PIECES_HELD:
+                pieces.clear()
+            pieces[value] = piece
         return piece
 
-    @staticmethod
-    def _render_piece(key) -> bytes:
-        if type(key) is str:
-            return _KIND + _rendered(key) + _OFFSET
-        if key[0] is _METHOD_KEY:
-            return _METHOD_KEY + _rendered(key[1]) + _CLASS_ID
-        if key[0] is _CLASS:
-            return _CLASS + _rendered(key[1]) + _CLASS_ID
-        return (_CONNECTION + _rendered(key[0]) + _CLIENT + _rendered(key[1]) + _SERVER + _rendered(key[2]) + _DIR
-                + _rendered(key[3]) + _CHANNEL)
+    def _link(self, connection, client, server, direction) -> bytes:
+        ""","connection":...,"client":...,"server":...,"dir":...,"channel": remembered by the
+        connection's id, per direction, while its endpoints stay the same."""
+        if type(connection) is not str or type(client) is not str or type(server) is not str:
+            return _render_link(connection, client, server, direction)
+        if direction == _TO_SERVER:
+            links = self.to_server
+        elif direction == _TO_CLIENT:
+            links = self.to_client
+        else:
+            return _render_link(connection, client, server, direction)
+        entry = links.get(connection)
+        if entry is not None and entry[0] == client and entry[1] == server:
+            return entry[2]
+        piece = _render_link(connection, client, server, direction)
+        if len(links) >= _PIECES_HELD:
+            links.clear()
+        links[connection] = (client, server, piece)
+        return piece
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -247,8 +262,8 @@ class LineWriter:
             self._put(_rendered(value))  # (what it writes of 64-bit unsigned values, or refuses)
             return
         n = self.n
-        if n + 20 > self.capacity:
-            self._grow(n + 20)
+        if n + 21 > self.capacity:
+            self._grow(n + 21)
         data = self.data
         if signed < 0:
             data[n] = 45  # "-"
@@ -256,21 +271,38 @@ class LineWriter:
             number = -signed  # (compiled: a C unsigned long long, whose // and % are C's)
         else:
             number = signed
-        digits = 1
-        power = 10
-        while digits < 19 and number >= power:
-            digits += 1
-            power *= 10
-        i = n + digits - 1
-        while i >= n:
-            data[i] = 48 + number % 10
-            number //= 10
+        # the digits written backwards from n + 20, two at a time, then moved to n
+        pairs = _PAIRS
+        end = n + 20
+        i = end
+        while number >= 100:
+            pair = (number % 100) * 2
+            number //= 100
+            i -= 2
+            data[i] = pairs[pair]
+            data[i + 1] = pairs[pair + 1]
+        if number >= 10:
+            i -= 2
+            data[i] = pairs[number * 2]
+            data[i + 1] = pairs[number * 2 + 1]
+        else:
             i -= 1
-        self.n = n + digits
+            data[i] = 48 + number
+        size = end - i
+        if COMPILED:  # (memmove: a C function jsonl.pxd declares)
+            memmove(data + n, data + i, size)  # noqa: F821
+        else:
+            self.buf[n:n + size] = self.buf[i:end]
+        self.n = n + size
 
 
 def _rendered(value) -> bytes:
     return _DUMPS(value, default=_json_default)
+
+
+def _render_link(connection, client, server, direction) -> bytes:
+    return (_CONNECTION + _rendered(connection) + _CLIENT + _rendered(client) + _SERVER + _rendered(server) + _DIR
+            + _rendered(direction) + _CHANNEL)
 
 
 _WRITER = LineWriter()

@@ -105,6 +105,37 @@ def test_the_writer_writes_what_orjson_writes_of_any_values(kind, ts_ns, common,
     assert LineWriter().line(record) == expected
 
 
+# values drawn from small pools, so that one writer meets the same ones again in other company
+IDS_FEW = st.sampled_from(["c1", "c2", "c1", None, 1])
+ENDPOINTS_FEW = st.sampled_from(["10.0.0.1:4000", "10.0.0.2:5672", "10.0.0.1:4000", None, 1])
+DIRECTIONS_FEW = st.sampled_from(["C>S", "S>C", None, "?"])
+NAMES_FEW = st.sampled_from(["basic.ack", "basic", "method", "", None, 1, True, 1.0])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from(["method", "header", "body", "issue"]), IDS_FEW, ENDPOINTS_FEW,
+                          ENDPOINTS_FEW, DIRECTIONS_FEW, NAMES_FEW, NAMES_FEW), min_size=2, max_size=12))
+def test_what_one_writer_remembers_renders_as_it_would_afresh(rows):
+    """One writer for a run of records whose connection ids, endpoints, directions, kinds and
+    method or class names recur in other combinations (and as other types: 1, True and 1.0 are
+    equal keys): every line is what a fresh writer, and orjson, write of that record."""
+    writer = LineWriter()
+    for kind, connection, client, server, direction, name, shown_kind in rows:
+        record = new_record(kind, 1_700_000_000_000_000_000, 1, "x.pcap", 1, 1, 0, connection, client, server,
+                            direction, 1, 0, 8)
+        record.kind = shown_kind  # (the key "kind" as any value, its shape still the kind's)
+        if kind == "method":
+            record.method, record.class_id, record.method_id, record.args = name, 60, 40, {}
+        elif kind == "header":
+            record.class_name, record.class_id, record.weight, record.body_size = name, 60, 0, 5
+            record.property_flags, record.properties = [0], {}
+        elif kind == "body":
+            record.body_frame_size = 5
+        else:
+            record.issue_kind, record.detail, record.bytes_skipped = name, "d", 0
+        assert writer.line(record) == LineWriter().line(record) == reference_line(record)
+
+
 def test_a_record_reads_as_the_contracts_mapping():
     record = new_record("method", 1_700_000_000_123_456_789, 1_700_000_000_123_456_789, "x.pcap", 3, 4, 0, "c1",
                         "10.0.0.1:4000", "10.0.0.2:5672", "C>S", 1, 100, 30)
