@@ -14,7 +14,7 @@ cdef class Codec:
     cdef public dict _methods
     cdef public dict _properties
 
-    @cython.locals(view="const unsigned char[:]", frame_type=cython.int, channel=cython.int,
+    @cython.locals(view="const unsigned char*", length=Py_ssize_t, frame_type=cython.int, channel=cython.int,
                    size=cython.ulonglong, start=cython.longlong, end=cython.longlong, frame=Frame)
     cpdef tuple decode_frame(self, object buf, long long offset=*, long long max_payload=*)
     @cython.locals(class_id=cython.int, method_id=cython.int, end=cython.longlong)

@@ -91,10 +91,13 @@ class Codec:
     def decode_frame(self, buf: bytes, offset: int = 0,
                      max_payload: int = DEFAULT_MAX_PAYLOAD) -> tuple[Frame, int]:
         """Decode the frame starting at `offset`; return it and the offset just after it."""
-        view = buf  # (the compiled build reads it through a typed view of bytes or bytearray)
-        if offset + _HEADER_SIZE > len(view):
+        if type(buf) is not bytes and type(buf) is not bytearray:
+            buf = bytes(buf)
+        length = len(buf)
+        view = buf  # (compiled: a pointer to its bytes, every read below checked against length first)
+        if offset < 0 or offset + _HEADER_SIZE > length:
             raise TruncatedFrame(f"frame header needs {FRAME_HEADER_SIZE} bytes, have "
-                                 f"{max(0, len(view) - offset)}", offset)
+                                 f"{max(0, length - offset)}", offset)
         frame_type = view[offset]
         channel = (view[offset + 1] << 8) | view[offset + 2]
         size = view[offset + 3]
@@ -102,7 +105,7 @@ class Codec:
         type_name = self.frame_types.get(frame_type)
         start = offset + _HEADER_SIZE
         end = start + size
-        if type_name is None or size > max_payload or end >= len(view):
+        if type_name is None or size > max_payload or end >= length:
             if type_name is None:
                 raise UnknownFrameType(f"frame type {frame_type} is not defined by AMQP "
                                        f"{self.spec.version}", offset)
@@ -110,7 +113,7 @@ class Codec:
                 raise OversizeFrame(f"{type_name} frame payload of {size} bytes exceeds the limit "
                                     f"of {max_payload}", offset)
             raise TruncatedFrame(f"{type_name} frame needs {size + 8} bytes, have "
-                                 f"{len(view) - offset}", offset)
+                                 f"{length - offset}", offset)
         if view[end] != self.frame_end:
             raise BadFrameEnd(f"octet after a {size}-byte {type_name} payload is {view[end]:#04x}, "
                               f"not {self.frame_end:#04x}", end)

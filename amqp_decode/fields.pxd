@@ -8,8 +8,8 @@ cdef int OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT, T
                width=cython.int, n=cython.Py_ssize_t, args=dict)
 cpdef tuple decode_args(tuple fields, bytes payload, Py_ssize_t o, object warnings, FieldTableCodec tables)
 
-@cython.locals(size=cython.Py_ssize_t, code=cython.int, word=cython.int, mask=cython.int, width=cython.int,
-               n=cython.Py_ssize_t, result=dict)
+@cython.locals(size=cython.Py_ssize_t, code=cython.int, word=cython.int, mask=cython.int, flag=cython.long,
+               width=cython.int, n=cython.Py_ssize_t, result=dict)
 cpdef tuple decode_properties(tuple properties, bytes payload, Py_ssize_t o, object warnings, list flags,
                               FieldTableCodec tables)
 

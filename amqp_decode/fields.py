@@ -88,10 +88,11 @@ def decode_properties(properties: tuple, payload: bytes, o: int, warnings, flags
     size = len(payload)
     result = {}
     for code, key, word, mask in properties:
+        flag = flags[word]  # (compiled: a C long, so the tests below are C's)
         if code == BIT:
-            result[key] = flags[word] & mask != 0
+            result[key] = flag & mask != 0
             continue
-        if not flags[word] & mask:
+        if not flag & mask:
             continue
         if code <= LONGLONG:
             width = _width(code)

@@ -8,7 +8,8 @@ Everything that is not TCP over IP is counted by reason, never an error.
 
 from __future__ import annotations
 
-import socket
+# (_socket: the C module that socket wraps; importing socket costs every start a millisecond)
+from _socket import AF_INET, AF_INET6, inet_ntop
 import struct
 from array import array
 from collections import Counter
@@ -176,8 +177,8 @@ def packed_columns(segments: list) -> list:
 
 def format_endpoint(address: bytes, port: int) -> str:
     if len(address) == 4:
-        return f"{socket.inet_ntop(socket.AF_INET, address)}:{port}"
-    return f"[{socket.inet_ntop(socket.AF_INET6, address)}]:{port}"
+        return f"{inet_ntop(AF_INET, address)}:{port}"
+    return f"[{inet_ntop(AF_INET6, address)}]:{port}"
 
 
 class PacketParser:

@@ -15,12 +15,10 @@ naming the key, the value and what is allowed.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
-import tomli_w
 from msgspec import Meta, Struct, field
 
 from amqp_decode.errors import SpecError
@@ -225,6 +223,7 @@ def load_settings(path: str | Path | None = None, overrides: list[str] = ()) -> 
     source = "defaults"
     if path is not None:
         source = str(path)
+        import tomllib  # (here: most runs read no TOML file, and its import costs every start)
         try:
             data = tomllib.loads(Path(path).read_text())
         except OSError as error:
@@ -258,6 +257,7 @@ def parse_override(text: str) -> dict[str, Any]:
     parts = key.strip().split(".")
     if not sep or len(parts) < 2 or not all(parts):
         raise SettingsError(f"--set takes section.key=value, not {text!r}")
+    import tomllib
     try:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:
@@ -356,6 +356,7 @@ def toml_value(value) -> str:
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }" if value else "{}"
+    import tomli_w
     return tomli_w.dumps({"v": value}).strip()[4:]
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 
@@ -17,7 +16,6 @@ from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.filters import Selection, predicates
 from amqpcap.decodeview.jsonl import json_line
 from amqpcap.decodeview.order import DEFAULT_CAP, TimeOrder
-from amqpcap.decodeview.readable import Readable
 from amqpcap.decodeview.where import WhereError
 
 NAME = "decode"
@@ -99,6 +97,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
         version, sep, path = item.partition("=")
         if not sep or not version or not path:
             raise UsageError("--spec takes VERSION=FILE, e.g. --spec 0-9-1=my-amqp.xml")
+        import json
         out.append("decode.specs={" + json.dumps(version) + " = " + json.dumps(path) + "}")
     if args.bodies:
         out.append("bodies.capture=true")
@@ -158,6 +157,7 @@ def main(args: argparse.Namespace) -> int:
             if args.jsonl:
                 render, join = json_line, b"".join
             else:
+                from amqpcap.decodeview.readable import Readable  # (only here: --jsonl starts sooner)
                 readable = Readable(frames=args.frames, width=None if args.full else args.width, versions=ends.version)
                 render, join = readable.line, _join_text
             selection = Selection(tests, folded=folded)
@@ -201,13 +201,16 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
               else render_text(summary).encode())
 
 
-_FRAMES_VIEW = Readable(frames=True)
+_FRAMES_VIEW = []  # the Readable of _text_line, made at its first call
 
 
 def _text_line(record: dict) -> bytes:
     """One record as the readable view writes it with --frames (for callers that render records
     one by one, e.g. the fuzz suite; the command itself renders through Readable)."""
-    return (_FRAMES_VIEW.line(record) or "").encode()
+    if not _FRAMES_VIEW:
+        from amqpcap.decodeview.readable import Readable
+        _FRAMES_VIEW.append(Readable(frames=True))
+    return (_FRAMES_VIEW[0].line(record) or "").encode()
 
 
 def _join_text(lines: list[str]) -> bytes:
