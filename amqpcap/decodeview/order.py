@@ -127,17 +127,18 @@ class TimeOrder:
             rendered = render(record)
             if rendered is None:
                 continue
-            stamp = record.ts_ns
-            # (None: damage at the very end of a file with no packet after it)
-            ts = stamp if stamp is not None else top if top >= 0 else (self.last or 0)
+            stamp = record.ts_ns  # (held as the record's own int: compiled, ts is a C copy of it)
+            if stamp is None:  # damage at the very end of a file with no packet after it
+                stamp = top if top >= 0 else (self.last or 0)
+            ts = stamp
             seq += 1
             if ts >= top:
-                times.append(ts)
+                times.append(stamp)
                 held.append(rendered)
                 top = ts
             else:
-                at = bisect.bisect_right(times, ts, self.start)
-                times.insert(at, ts)
+                at = bisect.bisect_right(times, stamp, self.start)
+                times.insert(at, stamp)
                 held.insert(at, rendered)
         self.seq = seq
         count = len(held) - self.start
