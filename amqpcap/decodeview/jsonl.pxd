@@ -9,13 +9,13 @@ from amqp_decode.record cimport Record
 cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
 cdef Py_ssize_t _PIECES_HELD
 cdef str _TO_SERVER, _TO_CLIENT
-cdef int _COMMA
 cdef long long _INT64_MIN, _INT64_MAX
 cdef bytes _PAIRS
 cdef bint COMPILED
 cdef object _DUMPS, _NEWLINE
 cdef bytes _TS, _TS_NS, _TS_LAST_NS, _CAPTURE, _PCAP_RECORD, _PCAP_RECORD_LAST, _TCP_STREAM, _CONNECTION
 cdef bytes _CLIENT, _SERVER, _DIR, _CHANNEL, _KIND, _OFFSET, _SIZE, _METHOD_KEY, _CLASS_ID, _METHOD_ID
+cdef bytes _PROPERTY_FLAGS, _PROPERTIES, _ARGS, _MESSAGE
 cdef bytes _CLASS, _WEIGHT, _BODY_SIZE, _BODY_FRAME_SIZE, _ISSUE_KIND, _DETAIL, _BYTES_SKIPPED
 cdef bytes _FILE_OFFSET, _FILE_END_OFFSET, _VERSION, _PROTOCOL_HEADER_KEY, _RAW, _NULL, _END
 
@@ -31,7 +31,7 @@ cdef class LineWriter:
     cdef public object float_value
     cdef public bytes float_text
 
-    @cython.locals(shape=tuple, tail=dict, nested=bytes, comma=Py_ssize_t)
+    @cython.locals(shape=tuple, nested=cython.bint)
     cpdef line(self, Record record)
     @cython.locals(piece=bytes)
     cdef bytes _piece(self, dict pieces, bytes key, object value, bytes after)
@@ -45,6 +45,8 @@ cdef class LineWriter:
     @cython.locals(signed=cython.longlong, number=cython.ulonglong, pair=Py_ssize_t, pairs="const char*",
                    n=Py_ssize_t, i=Py_ssize_t, end=Py_ssize_t, size=Py_ssize_t, data=cython.p_char)
     cdef _number(self, object value)
+    @cython.locals(i=Py_ssize_t)
+    cdef _numbers(self, object values)
 
 
 cdef LineWriter _WRITER

@@ -1,13 +1,14 @@
 """The `--jsonl` view: each record as one line of JSON (docs/decode.md has the records' shapes).
 
 A record's line is written from its fields into one reused buffer (`LineWriter`): its keys are
-constants of its shape, integers are written digit by digit, the runs of keys and strings that
-repeat from line to line (a connection's id, endpoints and direction; the capture's path; the kind;
-the method's name) are rendered once and copied, and what orjson writes best, the time (a float)
-and the nested values (arguments, content properties, a message's summary: always the shape's last
-keys), goes to one orjson call per record. That is exactly orjson's output for the record as a dict (`reference_line`), and a test
-holds the two equal on every sample, public and damaged capture. Building a dict per record only
-for orjson to walk it cost more than the writing.
+constants of its shape, integers are written two digits at a time, the runs of keys and strings
+that repeat from line to line (a connection's id, endpoints and direction; the capture's path; the
+kind; the method's name) are rendered once and copied, and what orjson writes best goes to orjson:
+the time (a float, remembered while records share it) and each nested value (arguments, content
+properties, a message's summary: always the shape's last keys), as they are. That is exactly
+orjson's output for the record as a dict (`reference_line`), and a test holds the two equal on
+every sample, public and damaged capture. Building a dict per record only for orjson to walk it
+cost more than the writing.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ _HEADER, _BODY, _HEARTBEAT = SHAPES["header"], SHAPES["body"], SHAPES["heartbeat
 _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE = SHAPES["issue"], SHAPES["protocol-header"], CAPTURE_ISSUE
 _PIECES_HELD = 8192  # runs of keys and values remembered per table (LineWriter._piece); past that it starts over
 _TO_SERVER, _TO_CLIENT = "C>S", "S>C"  # (amqp_decode.spec's directions)
-_COMMA = 44  # ","
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _PAIRS = "".join(f"{i:02d}" for i in range(100)).encode()  # the digits of 0 to 99, two each
 
@@ -59,6 +59,7 @@ _CHANNEL, _KIND, _OFFSET, _SIZE = b',"channel":', b',"kind":', b',"offset":', b'
 _METHOD_KEY, _CLASS_ID, _METHOD_ID = b',"method":', b',"class_id":', b',"method_id":'
 _CLASS, _WEIGHT, _BODY_SIZE = b',"class":', b',"weight":', b',"body_size":'
 _BODY_FRAME_SIZE = b',"body_frame_size":'
+_PROPERTY_FLAGS, _PROPERTIES, _ARGS, _MESSAGE = b',"property_flags":', b',"properties":', b',"args":', b',"message":'
 _ISSUE_KIND, _DETAIL, _BYTES_SKIPPED = b',"issue_kind":', b',"detail":', b',"bytes_skipped":'
 _FILE_OFFSET, _FILE_END_OFFSET = b',"file_offset":', b',"file_end_offset":'
 _VERSION, _PROTOCOL_HEADER_KEY, _RAW = b',"version":', b',"protocol_header":', b',"raw":'
@@ -91,31 +92,17 @@ class LineWriter:
     def line(self, record: Record) -> bytes:
         """The record's line, newline included: what reference_line gives."""
         shape = record.shape
-        if shape is _METHOD or shape is _METHOD_MESSAGE:
-            tail = {"args": record.args} if shape is _METHOD else {"args": record.args, "message": record.message}
-        elif shape is _HEADER:
-            tail = {"property_flags": record.property_flags, "properties": record.properties}
-        elif shape is _BODY or shape is _HEARTBEAT or shape is _ISSUE or shape is _CAPTURE_ISSUE or \
-                shape is _PROTOCOL_HEADER:
-            tail = None
-        else:
+        nested = shape is _METHOD or shape is _METHOD_MESSAGE or shape is _HEADER
+        if not nested and shape is not _BODY and shape is not _HEARTBEAT and shape is not _ISSUE and \
+                shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER:
             return reference_line(record)  # (a view's connection end, a record given keys of its own)
         self.n = 0
         self._put(_TS)
-        if tail is None:
-            value = record.ts
-            if type(value) is not float or value != self.float_value or value == 0.0:  # (0.0 and -0.0 are equal)
-                self.float_value = value
-                self.float_text = _DUMPS(value)  # (a float: no default needed, no keywords to pass)
-            self._put(self.float_text)
-            nested = None
-            comma = 0
-        else:  # the time and the nested values in one call: [ts,{...}]
-            nested = _DUMPS([record.ts, tail], default=_json_default, option=_NEWLINE)
-            comma = 1
-            while nested[comma] != _COMMA:
-                comma += 1
-            self._put_part(nested, 1, comma)
+        value = record.ts
+        if type(value) is not float or value != self.float_value or value == 0.0:  # (0.0 and -0.0 are equal)
+            self.float_value = value
+            self.float_text = _DUMPS(value)  # (a float or None: no default needed, no keywords to pass)
+        self._put(self.float_text)
         self._put(_TS_NS)
         self._number(record.ts_ns)
         self._put(_TS_LAST_NS)
@@ -136,7 +123,7 @@ class LineWriter:
         self._number(record.offset)
         self._put(_SIZE)
         self._number(record.size)
-        if nested is not None:
+        if nested:  # the nested values last, each as orjson writes it
             if shape is _HEADER:
                 self._put(self._piece(self.classes, _CLASS, record.class_name, _CLASS_ID))
                 self._number(record.class_id)
@@ -144,16 +131,21 @@ class LineWriter:
                 self._number(record.weight)
                 self._put(_BODY_SIZE)
                 self._number(record.body_size)
+                self._put(_PROPERTY_FLAGS)
+                self._numbers(record.property_flags)
+                self._put(_PROPERTIES)
+                self._put(_DUMPS(record.properties, default=_json_default))
             else:
                 self._put(self._piece(self.methods, _METHOD_KEY, record.method, _CLASS_ID))
                 self._number(record.class_id)
                 self._put(_METHOD_ID)
                 self._number(record.method_id)
-            # ,"args":{...}}\n: orjson's list after its first element's comma and the dict's opening
-            # brace, less the list's closing bracket and newline (the dict's brace closes the record)
-            self._put(b",")
-            self._put_part(nested, comma + 2, len(nested) - 2)
-            self._put(b"\n")
+                self._put(_ARGS)
+                self._put(_DUMPS(record.args, default=_json_default))
+                if shape is _METHOD_MESSAGE:
+                    self._put(_MESSAGE)
+                    self._put(_DUMPS(record.message, default=_json_default))
+            self._put(_END)
             return self._line()
         if shape is _BODY:
             self._put(_BODY_FRAME_SIZE)
@@ -244,6 +236,18 @@ class LineWriter:
         self.buf = buf
         self.data = buf
         self.capacity = len(buf)
+
+    def _numbers(self, values) -> None:
+        """A list of ints as orjson writes it (anything else: by orjson itself)."""
+        if type(values) is not list:
+            self._put(_rendered(values))
+            return
+        self._put(b"[")
+        for i in range(len(values)):
+            if i:
+                self._put(b",")
+            self._number(values[i])
+        self._put(b"]")
 
     def _number(self, value) -> None:
         """An int as orjson writes it (an int subclass such as Timestamp, or one past 64 bits: by
