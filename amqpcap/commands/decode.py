@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 
@@ -201,16 +202,16 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
               else render_text(summary).encode())
 
 
-_FRAMES_VIEW = []  # the Readable of _text_line, made at its first call
+@functools.cache
+def _frames_view():
+    from amqpcap.decodeview.readable import Readable
+    return Readable(frames=True)
 
 
 def _text_line(record: dict) -> bytes:
     """One record as the readable view writes it with --frames (for callers that render records
     one by one, e.g. the fuzz suite; the command itself renders through Readable)."""
-    if not _FRAMES_VIEW:
-        from amqpcap.decodeview.readable import Readable
-        _FRAMES_VIEW.append(Readable(frames=True))
-    return (_FRAMES_VIEW[0].line(record) or "").encode()
+    return (_frames_view().line(record) or "").encode()
 
 
 def _join_text(lines: list[str]) -> bytes:

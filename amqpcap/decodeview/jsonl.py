@@ -86,7 +86,7 @@ class LineWriter:
         self.to_client: dict = {}
         self.capture = None  # the last capture named, and its run: ,"capture":"...","pcap_record":
         self.capture_piece = _CAPTURE + _NULL + _PCAP_RECORD
-        self.float_value = None  # the last time written alone, and its JSON (a packet's records share it)
+        self.float_value = None  # the last time written, and its JSON (a packet's records share it)
         self.float_text = b"null"
 
     def line(self, record: Record) -> bytes:

@@ -55,6 +55,21 @@ def test_corrupt_frame_end(codec, name):
     assert caught.value.frame_end is None  # a framing error: the caller must resynchronise
 
 
+@pytest.mark.parametrize("name", FRAMES)
+def test_a_frame_reads_the_same_from_any_buffer_and_offset(codec, name):
+    """bytes, bytearray or memoryview, at the start or after other bytes: one frame (the compiled
+    build reads the header through a pointer to the buffer); an offset before the buffer is no frame."""
+    data = FRAMES[name]
+    expected, end = codec.decode_frame(data)
+    assert end == len(data)
+    padded = HEARTBEAT + data
+    for buffer in (bytearray(data), memoryview(data), padded, bytearray(padded), memoryview(padded)):
+        start = len(buffer) - len(data)
+        assert codec.decode_frame(buffer, start) == (expected, len(buffer))
+    with pytest.raises(TruncatedFrame):
+        codec.decode_frame(padded, -len(data))
+
+
 def test_unknown_frame_type(codec):
     with pytest.raises(UnknownFrameType) as caught:
         codec.decode_frame(frame(4, 0, b""))  # oob-method exists in 0-9, not in 0-9-1
