@@ -31,11 +31,16 @@ cdef class TimeOrder:
     cdef public Py_ssize_t most
     cdef public Py_ssize_t next_check
     cdef public object checked_now
+    cdef public list late_times
+    cdef public list late_held
 
     @cython.locals(held=list, times=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong,
                    count=Py_ssize_t, at=Py_ssize_t, record=Record)
     cpdef list feed(self, list batch, object render=*)
     cpdef list finish(self)
     cpdef Py_ssize_t _interval(self)
-    @cython.locals(start=Py_ssize_t, held=list, times=list)
-    cpdef list _release(self, Py_ssize_t end)
+    @cython.locals(times=list, late_times=list, end=Py_ssize_t, late_end=Py_ssize_t)
+    cdef list _release_oldest(self, Py_ssize_t count)
+    @cython.locals(start=Py_ssize_t, held=list, times=list, late_held=list, late_times=list, out=list,
+                   at=Py_ssize_t, stop=Py_ssize_t, i=Py_ssize_t)
+    cpdef list _release(self, Py_ssize_t end, Py_ssize_t late_end)

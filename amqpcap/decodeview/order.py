@@ -93,10 +93,17 @@ class TimeOrder:
     """Records in ts_ns order: `feed` each batch of the decoder, then `finish`. What is held is each
     record's rendering (a line of text or JSON, far smaller than the record), not the record.
 
-    Records come nearly in order, so the held ones are one sorted list (two side by side: their
-    times and their renderings): a record no earlier than the last held is appended, an earlier
-    one inserted after those of its time (bisect_right: ties keep their order), and what a
-    watermark releases is a prefix (`start` moves; the lists are compacted now and then)."""
+    Records come nearly in order, so the held ones are two sorted lists (each two side by side:
+    times and renderings). A record no earlier than the latest held is appended to the first; an
+    earlier one (a content method, made when its body completed; its time is its method frame's)
+    goes into the second, `late`, after those of its time. A watermark releases the records of
+    both up to it, merged: a late record after the others of its time, which all came before it
+    (whatever comes after a late record is appended only if it is later than the latest held).
+    That is the order of one list into which each late record was inserted (bisect_right: ties
+    keep their order), without the insert: a late record's place is usually just after the
+    watermark, behind thousands held, and moving them all for each cost more than the rest of the
+    ordering together. What is released is a prefix of the first list (`start` moves; it is
+    compacted now and then) and of the second."""
 
     def __init__(self, decoder, cap: int = DEFAULT_CAP, every: int | None = None) -> None:
         """`every`: take a watermark after that many records (default: adaptive, see feed)."""
@@ -106,6 +113,8 @@ class TimeOrder:
         self.times: list[int] = []  # of the held records, sorted from `start` on; before it: written
         self.held: list = []  # their renderings, in the same order
         self.start = 0
+        self.late_times: list[int] = []  # of the held records that came after later ones, sorted
+        self.late_held: list = []  # their renderings, in the same order
         self.seq = 0  # records held so far
         self.last = None  # ts_ns of the last record written
         self.late = 0  # records written after a later one
@@ -137,11 +146,11 @@ class TimeOrder:
                 held.append(rendered)
                 top = ts
             else:
-                at = bisect.bisect_right(times, stamp, self.start)
-                times.insert(at, stamp)
-                held.insert(at, rendered)
+                at = bisect.bisect_right(self.late_times, stamp)
+                self.late_times.insert(at, stamp)
+                self.late_held.insert(at, rendered)
         self.seq = seq
-        count = len(held) - self.start
+        count = len(held) - self.start + len(self.late_held)
         if count > self.most:
             self.most = count
         out: list = []
@@ -154,15 +163,16 @@ class TimeOrder:
             self.next_check, self.checked_now = seq + self._interval(), now
             low = low_watermark(self.decoder)
             if low is not None:
-                out = self._release(bisect.bisect_right(times, low, self.start))
-                count = len(held) - self.start
+                out = self._release(bisect.bisect_right(times, low, self.start),
+                                    bisect.bisect_right(self.late_times, low))
+                count = len(held) - self.start + len(self.late_held)
         if count > self.cap:  # full: the oldest go, whatever the watermark says
             self.forced += count - self.cap
-            out += self._release(self.start + count - self.cap)
+            out += self._release_oldest(count - self.cap)
         return out
 
     def finish(self) -> list:
-        return self._release(len(self.held))
+        return self._release(len(self.held), len(self.late_held))
 
     def _interval(self) -> int:
         if self.every is not None:
@@ -173,16 +183,49 @@ class TimeOrder:
         keys = len(segments.tracker.connections) if segments is not None else 0
         return max(256, 8 * keys)
 
-    def _release(self, end: int) -> list:
-        """The held renderings before index `end`, in order."""
+    def _release_oldest(self, count: int) -> list:
+        """The `count` oldest held renderings, in order."""
+        times, late_times = self.times, self.late_times
+        end, late_end = self.start, 0
+        while count > 0:  # (a merge of the two lists' fronts, the late record after its ties)
+            if late_end < len(late_times) and (end == len(times) or late_times[late_end] < times[end]):
+                late_end += 1
+            else:
+                end += 1
+            count -= 1
+        return self._release(end, late_end)
+
+    def _release(self, end: int, late_end: int) -> list:
+        """The held renderings before index `end` of the first list and `late_end` of the late
+        one, merged in order."""
         held, times, start = self.held, self.times, self.start
-        if end <= start:
+        late_held, late_times = self.late_held, self.late_times
+        if end <= start and late_end == 0:
             return []
         last = self.last
-        if last is not None and times[start] < last:  # came after later ones were written
-            self.late += len([i for i in range(start, end) if times[i] < last])
-        self.last = times[end - 1] if last is None or times[end - 1] > last else last
-        out = held[start:end]
+        if last is not None:  # those that came after later ones were written
+            if end > start:
+                self.late += bisect.bisect_left(times, last, start, end) - start
+            self.late += bisect.bisect_left(late_times, last, 0, late_end)
+        final = times[end - 1] if end > start else late_times[late_end - 1]
+        if late_end == 0:
+            out = held[start:end]
+        else:
+            if late_times[late_end - 1] > final:
+                final = late_times[late_end - 1]
+            out = []
+            at = start
+            for i in range(late_end):  # each late record after the others of its time
+                stop = bisect.bisect_right(times, late_times[i], at, end)
+                if stop > at:
+                    out += held[at:stop]
+                    at = stop
+                out.append(late_held[i])
+            if end > at:
+                out += held[at:end]
+            del late_held[:late_end]
+            del late_times[:late_end]
+        self.last = final if last is None or final > last else last
         if end > 4096 and end * 2 > len(held):
             del held[:end]
             del times[:end]

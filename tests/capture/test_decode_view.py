@@ -5,10 +5,13 @@ real captures (the samples and the public captures in ../shared/captures/public)
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import Counter, defaultdict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amqp_decode.decoder import CaptureDecoder
 from amqp_decode.record import CONNECTION_END
@@ -94,6 +97,67 @@ def test_an_untimed_record_keeps_its_place_among_the_held():
     assert order.forced == 1 and order.finish() == [(5, None), (None, 1)]
     assert order.feed([{"ts_ns": None, "n": 2}, {"ts_ns": 9}], lambda r: (r["ts_ns"], r.get("n"))) == []
     assert order.finish() == [(None, 2), (9, None)] and order.late == 0
+
+
+class _Quiet:
+    """A decoder at packet time `now_ns` with no connection open: its watermark is now_ns."""
+    def __init__(self):
+        from amqp_decode.decoder import SegmentDecoder
+        from amqp_decode.settings import Settings
+        self.segments = SegmentDecoder(Settings(), [])
+        self.now_ns = None
+
+
+class _OneList:
+    """The time order as one sorted list into which every record is inserted after those of its
+    time (bisect_right), the watermark and the cap releasing its front: what TimeOrder must give."""
+
+    def __init__(self, cap):
+        self.cap, self.times, self.held, self.last, self.late, self.forced = cap, [], [], None, 0, 0
+
+    def feed(self, batch, low):
+        top = self.times[-1] if self.times else -1
+        for record in batch:
+            ts = record["ts_ns"] if record["ts_ns"] is not None else top if top >= 0 else (self.last or 0)
+            at = bisect.bisect_right(self.times, ts)
+            self.times.insert(at, ts)
+            self.held.insert(at, record["n"])
+            top = max(top, ts)
+        out = self._release(bisect.bisect_right(self.times, low)) if low is not None else []
+        if len(self.times) > self.cap:
+            self.forced += len(self.times) - self.cap
+            out += self._release(len(self.times) - self.cap)
+        return out
+
+    def _release(self, end):
+        if end and self.last is not None:
+            self.late += sum(1 for t in self.times[:end] if t < self.last)
+        if end:
+            self.last = max(self.times[end - 1], self.last if self.last is not None else self.times[end - 1])
+        out, self.times, self.held = self.held[:end], self.times[end:], self.held[end:]
+        return out
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(batches=st.lists(st.tuples(st.lists(st.one_of(st.none(), st.integers(0, 30)), min_size=1, max_size=8),
+                                  st.one_of(st.none(), st.integers(0, 30))), max_size=12),
+       cap=st.sampled_from([1, 2, 3, 5, 8, 10**6]))
+def test_the_time_order_is_one_sorted_list_with_late_records_inserted(batches, cap):
+    """Records that come after later ones are held apart and merged in when released: the output,
+    batch by batch, and the counts of late and forced records are those of one list into which
+    each record is inserted in its place."""
+    decoder = _Quiet()
+    order, reference = TimeOrder(decoder, cap=cap, every=1), _OneList(cap)
+    n = 0
+    for times, now in batches:
+        batch = []
+        for ts in times:
+            n += 1
+            batch.append({"ts_ns": ts, "n": n})
+        decoder.now_ns = now
+        assert order.feed(batch, lambda r: r["n"]) == reference.feed(batch, now)
+    assert order.finish() == reference._release(len(reference.times))
+    assert (order.late, order.forced) == (reference.late, reference.forced)
 
 
 # -- connection ends --------------------------------------------------------------------------------
