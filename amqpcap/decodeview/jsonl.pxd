@@ -3,6 +3,7 @@
 # digits stored one by one), the record's fields read as C members.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memcpy, memmove
 from amqp_decode.record cimport Record
 
@@ -50,3 +51,10 @@ cdef class LineWriter:
 
 
 cdef LineWriter _WRITER
+
+
+cdef inline long long _int64(object value):
+    """An int as a C long long; the smallest one (-2**63) when it does not fit."""
+    cdef int overflow = 0
+    cdef long long result = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return _INT64_MIN if overflow else result

@@ -258,11 +258,11 @@ class LineWriter:
         if type(value) is not int:
             self._put(_rendered(value))
             return
-        try:
-            signed = value  # (compiled: to a C long long, OverflowError past its range)
-        except OverflowError:
-            signed = _INT64_MIN
-        if signed == _INT64_MIN or not COMPILED and not _INT64_MIN < value <= _INT64_MAX:
+        if COMPILED:  # (_int64: a C function jsonl.pxd defines; nothing raised, nothing to catch)
+            signed = _int64(value)  # noqa: F821
+        else:
+            signed = value if _INT64_MIN < value <= _INT64_MAX else _INT64_MIN
+        if signed == _INT64_MIN:  # past 64 signed bits
             self._put(_rendered(value))  # (what it writes of 64-bit unsigned values, or refuses)
             return
         n = self.n
