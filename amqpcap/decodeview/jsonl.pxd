@@ -32,7 +32,7 @@ cdef class LineWriter:
     cdef public object float_value
     cdef public bytes float_text
 
-    @cython.locals(shape=tuple, nested=cython.bint)
+    @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t)
     cpdef line(self, Record record)
     @cython.locals(piece=bytes)
     cdef bytes _piece(self, dict pieces, bytes key, object value, bytes after)
@@ -42,6 +42,8 @@ cdef class LineWriter:
     cdef _put(self, bytes piece)
     @cython.locals(size=Py_ssize_t, n=Py_ssize_t)
     cdef _put_part(self, bytes piece, Py_ssize_t start, Py_ssize_t stop)
+    @cython.locals(n=Py_ssize_t)
+    cdef _put_own(self, Py_ssize_t start, Py_ssize_t size)
     cdef _grow(self, Py_ssize_t need)
     @cython.locals(signed=cython.longlong, number=cython.ulonglong, pair=Py_ssize_t, pairs="const char*",
                    n=Py_ssize_t, i=Py_ssize_t, end=Py_ssize_t, size=Py_ssize_t, data=cython.p_char)

@@ -104,9 +104,14 @@ class LineWriter:
             self.float_text = _DUMPS(value)  # (a float or None: no default needed, no keywords to pass)
         self._put(self.float_text)
         self._put(_TS_NS)
+        first = self.n
         self._number(record.ts_ns)
+        digits = self.n - first
         self._put(_TS_LAST_NS)
-        self._number(record.ts_last_ns)
+        if record.ts_last_ns is record.ts_ns:  # (a frame in one packet: the same int) its digits again
+            self._put_own(first, digits)
+        else:
+            self._number(record.ts_last_ns)
         capture = record.capture
         if capture is not self.capture:
             self.capture = capture
@@ -228,6 +233,17 @@ class LineWriter:
             memcpy(self.data + n, PyBytes_AS_STRING(piece) + start, size)  # noqa: F821
         else:
             self.buf[n:n + size] = piece[start:stop]
+        self.n = n + size
+
+    def _put_own(self, start: int, size: int) -> None:
+        """The buffer's own bytes at `start` (before self.n), again."""
+        n = self.n
+        if n + size > self.capacity:
+            self._grow(n + size)
+        if COMPILED:  # (memcpy: the two stretches do not overlap)
+            memcpy(self.data + n, self.data + start, size)  # noqa: F821
+        else:
+            self.buf[n:n + size] = self.buf[start:start + size]
         self.n = n + size
 
     def _grow(self, need: int) -> None:
