@@ -54,14 +54,40 @@ def console_options() -> argparse.ArgumentParser:
     return parent
 
 
-def parser() -> argparse.ArgumentParser:
-    from amqpcap.commands import analyze, config, decode, maintain, repair, report, run
+# The subcommands, in the order --help lists them: each module's NAME, HELP, DESCRIPTION,
+# add_arguments and main make it
+COMMANDS = ("decode", "run", "analyze", "report", "repair", "maintain", "config")
+
+
+class _Version(argparse.Action):
+    """--version: the build in use is looked up only when asked (finding it costs every start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version and the build in use, and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())  # (on stdout, as argparse's own version action prints)
+        parser.exit()
+
+
+def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given the arguments, only the subcommand they name is built in
+    full (its module imported: each imports what it runs, and `decode` starts sooner without the
+    others'); the others are there by name."""
+    import importlib
+    named = next((arg for arg in argv if not arg.startswith("-")), None) if argv else None
+    built = (named,) if named in COMMANDS else COMMANDS
     top = argparse.ArgumentParser(prog="amqpcap", description="Captured AMQP 0-9-1 / 0-9 traffic to tables.",
                                   epilog=EXIT_CODES)
-    top.add_argument("--version", action="version", version=version_text())
+    top.add_argument("--version", action=_Version)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = [settings_options(), console_options()]
-    for module in (decode, run, analyze, report, repair, maintain, config):
+    for name in COMMANDS:
+        if name not in built:
+            commands.add_parser(name)
+            continue
+        module = importlib.import_module(f"amqpcap.commands.{name}")
         sub = commands.add_parser(module.NAME, help=module.HELP, description=module.DESCRIPTION,
                                   parents=common, epilog=EXIT_CODES,
                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -87,7 +113,9 @@ def main(argv: list[str] | None = None, as_program: bool = False) -> int:
     module says ENDS_AT_ONCE ends the process as soon as its output is flushed (_end_at_once)."""
     from pipelines.worker import one_blas_thread
     one_blas_thread()  # before anything imports numpy (pyarrow does): pipelines.worker says why
-    args = parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = parser(argv).parse_args(argv)
     from amqpcap.console import setup_logging
     setup_logging(args.log_level, args.verbose)
     try:

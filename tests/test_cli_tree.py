@@ -36,6 +36,17 @@ def test_each_subcommand_help_shows_defaults_and_exit_codes(name):
     assert "(default: INFO)" in text
 
 
+def test_a_subcommand_imports_only_its_own_module():
+    """`amqpcap decode` starts without the other subcommands' modules (and what they import); an
+    unknown command, and --help, still list them all."""
+    code = ("import sys; from amqpcap import cli; cli.parser(['decode', 'x.pcap']); "
+            "print(sorted(m for m in sys.modules if m.startswith('amqpcap.commands.')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.split() == ["['amqpcap.commands.decode']"]
+    wrong = amqpcap("nosuch")
+    assert wrong.returncode == 2 and all(f"'{name}'" in wrong.stderr for name in SUBCOMMANDS)
+
+
 def test_version_names_the_build_in_use():
     result = amqpcap("--version")
     assert result.returncode == 0 and result.stdout.startswith("amqpcap 0.")
