@@ -95,15 +95,13 @@ class TimeOrder:
 
     Records come nearly in order, so the held ones are two sorted lists (each two side by side:
     times and renderings). A record no earlier than the latest held is appended to the first; an
-    earlier one (a content method, made when its body completed; its time is its method frame's)
-    goes into the second, `late`, after those of its time. A watermark releases the records of
-    both up to it, merged: a late record after the others of its time, which all came before it
-    (whatever comes after a late record is appended only if it is later than the latest held).
-    That is the order of one list into which each late record was inserted (bisect_right: ties
-    keep their order), without the insert: a late record's place is usually just after the
-    watermark, behind thousands held, and moving them all for each cost more than the rest of the
-    ordering together. What is released is a prefix of the first list (`start` moves; it is
-    compacted now and then) and of the second."""
+    earlier one (a content method, made when its body completed, timed by its method frame) goes
+    into the second, after those of its time. What a watermark releases is a prefix of each
+    (`start` moves in the first, compacted now and then), merged, a late record after the others
+    of its time: they all came before it, as what comes later is appended only if no earlier than
+    the latest held. That is the order of one list with each late record inserted in its place
+    (bisect_right: ties keep their order), without the insert, which moved every record held
+    after the watermark (thousands) for each late one."""
 
     def __init__(self, decoder, cap: int = DEFAULT_CAP, every: int | None = None) -> None:
         """`every`: take a watermark after that many records (default: adaptive, see feed)."""
@@ -186,6 +184,8 @@ class TimeOrder:
     def _release_oldest(self, count: int) -> list:
         """The `count` oldest held renderings, in order."""
         times, late_times = self.times, self.late_times
+        if not late_times:
+            return self._release(self.start + count, 0)
         end, late_end = self.start, 0
         while count > 0:  # (a merge of the two lists' fronts, the late record after its ties)
             if late_end < len(late_times) and (end == len(times) or late_times[late_end] < times[end]):
