@@ -1,6 +1,7 @@
 # Types for the compiled build of packets.py (Cython pure Python mode): the .py is the source.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.string cimport memcmp
 
 cdef bint COMPILED
 
@@ -39,6 +40,7 @@ cdef inline bytes _view_bytes(const unsigned char[:] buffer, Py_ssize_t start, P
 
 
 cdef long long _MAX_OFFSET
+cdef Py_ssize_t _ADDRESS_SLOTS
 
 
 @cython.locals(i=cython.Py_ssize_t, n=cython.Py_ssize_t, segment=Segment, ts="long long[:]", record="long long[:]",
@@ -58,9 +60,12 @@ cdef class PacketParser:
     cdef public object skipped
     cdef dict _fragments
     cdef int _max_fragment_sets
+    cdef list _addresses
 
     @cython.locals(header=cython.int, tcp=cython.int, total=cython.int, end=cython.int, ip_at=cython.longlong)
     cpdef Segment parse(self, long long ts_ns, int link_type, bytes data, long long offset=*)
+    @cython.locals(slot=Py_ssize_t, known=bytes)
+    cdef inline bytes _address(self, bytes data, Py_ssize_t at)
     cpdef object _link(self, int link_type, bytes data)
     cpdef object _ether_type(self, int ether_type, bytes data, int offset)
     @cython.locals(ip_at=cython.longlong)

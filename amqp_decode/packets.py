@@ -128,6 +128,7 @@ def _bytes_in(buffer, start: int, stop: int) -> bytes:
     return bytes(buffer[start:stop])
 
 
+_ADDRESS_SLOTS = 64  # PacketParser._address: a power of two
 _MAX_OFFSET = 0x7FFFFFFF  # Arrow's binary type: 32-bit offsets
 
 
@@ -188,6 +189,8 @@ class PacketParser:
         self.skipped: Counter[str] = Counter()  # reason -> packets
         self._fragments: dict[tuple, _FragmentSet] = {}
         self._max_fragment_sets = max_fragment_sets
+        # IPv4 addresses met, as bytes, in the slot of their last octet's low 6 bits (see _address)
+        self._addresses = [b"\0\0\0\0"] * _ADDRESS_SLOTS
 
     def parse(self, ts_ns: int, link_type: int, data: bytes, offset: int = -1) -> Segment | None:
         """`offset`: where `data` lies in its capture file, when the segment is to say where its
@@ -201,7 +204,7 @@ class PacketParser:
             total = (data[16] << 8) | data[17]
             end = 14 + total if header <= total <= len(data) - 14 else len(data)
             if header >= 20 and tcp + 20 <= end:
-                return _segment(ts_ns, _bytes_of(data, 26, 30), _bytes_of(data, 30, 34), data, tcp, end, offset)
+                return _segment(ts_ns, self._address(data, 26), self._address(data, 30), data, tcp, end, offset)
         ip = self._link(link_type, data)
         if ip is None:
             return None
@@ -217,6 +220,23 @@ class PacketParser:
             return self._ipv6(ts_ns, ip, ip_at)
         self.skipped["not-ip"] += 1
         return None
+
+    def _address(self, data: bytes, at: int) -> bytes:
+        """The IPv4 address at data[at:at + 4] (within data), as the very bytes object made the last
+        time it was met, unless another address with the same last octet (low 6 bits) came since.
+        A capture holds few addresses at a time (a broker's, its clients'): lookups keyed by an
+        address then hash it once (bytes keep their hash) and find their key by identity, and
+        most packets make no address object."""
+        slot = data[at + 3] & (_ADDRESS_SLOTS - 1)
+        known = self._addresses[slot]
+        if COMPILED:  # (memcmp, PyBytes_AS_STRING: C functions packets.pxd declares; 4 bytes each)
+            if memcmp(PyBytes_AS_STRING(data) + at, PyBytes_AS_STRING(known), 4) == 0:  # noqa: F821
+                return known
+        elif data[at:at + 4] == known:
+            return known
+        address = _bytes_of(data, at, at + 4)
+        self._addresses[slot] = address
+        return address
 
     def finish(self) -> None:
         """End of input: fragments that never completed are counted."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scapy.config import conf
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
@@ -74,3 +76,39 @@ def test_a_data_offset_past_the_segment_leaves_no_payload_rather_than_an_error(l
     data[14 + 20 + 12] = data_offset << 4  # the TCP header's data offset (the IP header is 20 bytes)
     segment = PacketParser().parse(7, link_type, bytes(data[strip:]))
     assert (segment.sport, segment.dport, segment.flags, segment.payload) == (5672, 40000, 0x18, payload)
+
+
+def _ipv4_packet(src: bytes, dst: bytes, payload: bytes = b"") -> bytes:
+    """Ethernet + IPv4 + TCP (no options) from src:40000 to dst:5672."""
+    ip = (b"\x45\x00" + (40 + len(payload)).to_bytes(2, "big") + b"\x00\x01\x40\x00\x40\x06\x00\x00" + src + dst)
+    tcp = b"\x9c\x40\x16\x28" + bytes(8) + b"\x50\x18\xff\xff\x00\x00\x00\x00"
+    return b"\x00" * 12 + b"\x08\x00" + ip + tcp + payload
+
+
+_HOSTS = [bytes([10, 0, 0, i]) for i in range(1, 5)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_HOSTS), st.sampled_from(_HOSTS)), min_size=1, max_size=40))
+def test_addresses_are_the_packets_own_whichever_came_before(pairs):
+    """The parser hands out the bytes object it made for an address met lately (PacketParser._address):
+    whatever the order of addresses, each is the packet's own."""
+    parser = PacketParser()
+    for src, dst in pairs:
+        segment = parser.parse(1, 1, _ipv4_packet(src, dst, b"x"))
+        assert (segment.src, segment.dst, segment.payload) == (src, dst, b"x")
+
+
+def test_a_conversations_addresses_are_made_once():
+    """Both ways of a conversation, one bytes object per address; a server's stays the same while
+    other clients' packets come between (each lookup keyed by an address then hashes it once)."""
+    parser = PacketParser()
+    client, server, other = b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02", b"\x0a\x00\x00\x03"
+    first = parser.parse(1, 1, _ipv4_packet(client, server))
+    for src, dst in [(server, client), (client, server), (server, client)]:
+        segment = parser.parse(1, 1, _ipv4_packet(src, dst))
+        assert {id(segment.src), id(segment.dst)} == {id(first.src), id(first.dst)}
+    for src, dst in [(other, server), (server, other), (client, server), (server, client), (other, server)]:
+        segment = parser.parse(1, 1, _ipv4_packet(src, dst))
+        assert (segment.src, segment.dst) == (src, dst)
+        assert (segment.dst if dst == server else segment.src) is first.dst
