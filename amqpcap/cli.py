@@ -14,7 +14,7 @@ Spark is imported only by the subcommands that run it.
 from __future__ import annotations
 
 import argparse
-import logging
+import functools
 import os
 import sys
 from typing import NoReturn
@@ -27,7 +27,6 @@ EXIT_CODES = (f"exit codes: {OK} all good; {CAPTURE_FAILED} some capture failed 
               f"--fail-on partial); {USAGE} usage or settings error (nothing was done); {INTERNAL} internal "
               "error (a bug: please report it with the traceback)")
 
-log = logging.getLogger("amqpcap")
 
 
 class UsageError(Exception):
@@ -36,7 +35,7 @@ class UsageError(Exception):
 
 def settings_options() -> argparse.ArgumentParser:
     """--config and --set, shared by the subcommands that take settings."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     group = parent.add_argument_group("settings (conf/default.toml documents every key)")
     group.add_argument("--config", metavar="FILE", help="a TOML file overriding the defaults")
     group.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -45,7 +44,7 @@ def settings_options() -> argparse.ArgumentParser:
 
 
 def console_options() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     group = parent.add_argument_group("console")
     group.add_argument("--log-level", default="INFO", type=str.upper,
                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="what amqpcap logs on stderr (default: INFO)")
@@ -71,6 +70,32 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+@functools.cache
+def _help_width() -> int:
+    """What argparse sizes help to (the terminal's columns, less 2), found as shutil would find it:
+    argparse asks shutil for every argument added (it formats each one's metavar to check it),
+    and importing shutil, with the compression modules it imports, cost every start ~2 ms."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position, _help_width() if width is None else width)
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter, _Formatter):
+    pass
+
+
 def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser. Given the arguments, only the subcommand they name is built in
     full (its module imported: each imports what it runs, and `decode` starts sooner without the
@@ -79,18 +104,18 @@ def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     named = next((arg for arg in argv if not arg.startswith("-")), None) if argv else None
     built = (named,) if named in COMMANDS else COMMANDS
     top = argparse.ArgumentParser(prog="amqpcap", description="Captured AMQP 0-9-1 / 0-9 traffic to tables.",
-                                  epilog=EXIT_CODES)
+                                  epilog=EXIT_CODES, formatter_class=_Formatter)
     top.add_argument("--version", action=_Version)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = [settings_options(), console_options()]
     for name in COMMANDS:
         if name not in built:
-            commands.add_parser(name)
+            commands.add_parser(name, formatter_class=_Formatter)
             continue
         module = importlib.import_module(f"amqpcap.commands.{name}")
         sub = commands.add_parser(module.NAME, help=module.HELP, description=module.DESCRIPTION,
                                   parents=common, epilog=EXIT_CODES,
-                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                  formatter_class=_DefaultsFormatter)
         module.add_arguments(sub)
         sub.set_defaults(handler=module.main, ends_at_once=getattr(module, "ENDS_AT_ONCE", False))
     return top
@@ -133,6 +158,7 @@ def main(argv: list[str] | None = None, as_program: bool = False) -> int:
         sys.stderr.close()
         return OK
     except Exception:  # a bug: say so, distinctly from a capture that failed
+        from amqpcap.console import log
         log.exception("internal error (please report it with this traceback)")
         return INTERNAL
 
@@ -147,7 +173,8 @@ def _end_at_once(code: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (`| head`), a closed stream: nothing to keep
             pass
-    logging.shutdown()
+    from amqpcap.console import end_logging
+    end_logging()
     os._exit(code)
 
 
