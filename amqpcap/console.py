@@ -3,33 +3,74 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
-
-class _Stderr(logging.StreamHandler):
-    """Writes to sys.stderr as it is at each record, not as it was at set-up: a harness that
-    swaps stderr (pytest's capture, a notebook) then closes the old one loses no log lines."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
+NAME = "amqpcap"  # the logger of amqpcap's own lines
+_wanted = ("INFO", False)  # (level, verbose) set up for, applied by _logger
+_applied = False
 
 
 def setup_logging(level: str = "INFO", verbose: bool = False) -> None:
-    handler = _Stderr()
-    handler.setFormatter(logging.Formatter("amqpcap: %(message)s"))
-    logger = logging.getLogger("amqpcap")
-    logger.handlers[:] = [handler]
-    logger.setLevel(level)
-    logger.propagate = False
-    # py4j logs every gateway call at INFO/DEBUG; Spark's JVM logs go through log4j (quiet unless
-    # --verbose, see pipelines.session)
-    logging.getLogger("py4j").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    """amqpcap's lines on stderr from `level` on. Applied at once when logging is imported already
+    (the commands that run Spark import it with their modules); otherwise when `log` first writes
+    a line: `decode`, which logs only about captures that fail or are damaged, then starts without
+    importing logging (~4 ms)."""
+    global _wanted, _applied
+    _wanted, _applied = (level, verbose), False
+    if "logging" in sys.modules:
+        _logger()
+
+
+def _logger():
+    """amqpcap's logger, set up as setup_logging asked."""
+    global _applied
+    import logging
+    logger = logging.getLogger(NAME)
+    if not _applied:
+        _applied = True
+        level, verbose = _wanted
+        handler = _stderr_handler(logging)
+        handler.setFormatter(logging.Formatter("amqpcap: %(message)s"))
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+        # py4j logs every gateway call at INFO/DEBUG; Spark's JVM logs go through log4j (quiet
+        # unless --verbose, see pipelines.session)
+        logging.getLogger("py4j").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    return logger
+
+
+def _stderr_handler(logging):
+    class Stderr(logging.StreamHandler):
+        """Writes to sys.stderr as it is at each record, not as it was at set-up: a harness that
+        swaps stderr (pytest's capture, a notebook) then closes the old one loses no log lines."""
+
+        @property
+        def stream(self):
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, _value) -> None:
+            pass
+
+    return Stderr()
+
+
+class _Log:
+    """amqpcap's logger (`log.warning(...)`...), imported and set up when first used."""
+
+    def __getattr__(self, name: str):
+        return getattr(_logger(), name)
+
+
+log = _Log()
+
+
+def end_logging() -> None:
+    """Flush what was logged (logging.shutdown), if anything was."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.shutdown()
 
 
 class JobDisplay:
@@ -51,7 +92,7 @@ class JobDisplay:
         self.segments = 0  # staged segments to decode, once known
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="progress", daemon=True)
-        self.log = logging.getLogger("amqpcap")
+        self.log = _logger()
 
     def start(self, staging: str) -> None:
         self.staging = staging

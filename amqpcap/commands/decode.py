@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import logging
 import sys
 
 import orjson
@@ -13,6 +12,7 @@ import orjson
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
 from amqp_decode.gc_policy import fewer_collections
 from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
+from amqpcap.console import log
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.filters import Selection, predicates
 from amqpcap.decodeview.jsonl import json_line
@@ -27,7 +27,6 @@ ENDS_AT_ONCE = True
 DESCRIPTION = ("Decode AMQP 0-9-1 / 0-9 traffic in pcap, pcapng or gzip-compressed captures without Spark. "
                "Several files are merged by time, so rotated captures stitch together. '-' reads a capture "
                "from standard input (tcpdump -w - | amqpcap decode -).")
-log = logging.getLogger("amqpcap")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
