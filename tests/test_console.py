@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
 import sys
 
 from amqpcap.console import setup_logging
+from tests.conftest import ROOT
 
 
 def test_log_lines_go_to_stderr_as_it_is_when_they_are_written(monkeypatch):
@@ -23,3 +25,26 @@ def test_log_lines_go_to_stderr_as_it_is_when_they_are_written(monkeypatch):
     monkeypatch.setattr(sys, "stderr", second)
     log.info("two")
     assert second.getvalue() == "amqpcap: two\n"
+
+
+def test_logging_is_set_up_when_the_first_line_is_logged():
+    """`decode --quiet` on a sound capture imports neither logging nor shutil (argparse's help
+    formatter asked it per argument); a capture that fails still logs its line, as set up."""
+    code = ("import sys; from amqpcap import cli; code = cli.main(sys.argv[1:]); "
+            "print(code, 'logging' in sys.modules, 'shutil' in sys.modules)")
+    sound = subprocess.run([sys.executable, "-c", code, "decode", "--jsonl", "--quiet",
+                            str(ROOT / "data" / "samples" / "heartbeats.pcap")], capture_output=True, text=True)
+    assert sound.stdout.splitlines()[-1] == "0 False False" and sound.stderr == ""
+    missing = subprocess.run([sys.executable, "-c", code, "decode", "--jsonl", "--quiet", "--log-level", "warning",
+                              str(ROOT / "no-such.pcap")], capture_output=True, text=True)
+    assert missing.stdout.splitlines()[-1] == "1 True False"
+    assert missing.stderr.startswith("amqpcap: ") and "no-such.pcap" in missing.stderr
+
+
+def test_set_up_at_once_when_logging_is_imported_already(monkeypatch):
+    """A command whose modules import logging (Spark's) logs through its own loggers from the start."""
+    from amqpcap import console
+    log = logging.getLogger("amqpcap")
+    monkeypatch.setattr(log, "handlers", [])
+    console.setup_logging("ERROR")
+    assert log.level == logging.ERROR and len(log.handlers) == 1 and not log.propagate
