@@ -10,7 +10,7 @@ from amqp_decode.record cimport Record
 cdef long long BATCH_RECORDS, BATCH_NS
 
 
-@cython.locals(record=Record, ended=bint)
+@cython.locals(record=Record, ended=bint, methods=Py_ssize_t, headers=Py_ssize_t, bodies=Py_ssize_t)
 cpdef bint count_kinds(list records, dict counts, object stats)
 
 

@@ -598,3 +598,14 @@ def test_readable_lines_carry_the_wireshark_frame_number(capfdbinary, everything
                        else f"#{r['pcap_record']}-{r['pcap_record_last']}" for r in closes]
     ends = [r for r in everything[capture] if r["kind"] == "connection-end"]
     assert ends and all(isinstance(r["tcp_stream"], int) and r["pcap_record"] is None for r in ends)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=IDS)
+def test_the_stats_count_the_records_made_by_kind(capture):
+    """decode's summary counts (DecodeStats.records, issues and bytes skipped) are the records made."""
+    decoder = CaptureDecoder()
+    records = list(decoder.decode([str(capture)]))
+    assert decoder.stats.records == Counter(r["kind"] for r in records)
+    issues = [r for r in records if r["kind"] == "issue"]
+    assert decoder.stats.issues == Counter(r["issue_kind"] for r in issues)
+    assert decoder.stats.bytes_skipped == sum(r["bytes_skipped"] for r in issues)
