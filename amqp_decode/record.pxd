@@ -1,6 +1,7 @@
 # Types for the compiled build of record.py (Cython pure Python mode): the .py is the source.
 # A record's fields are C members: whoever types a record as Record reads them without a lookup.
 cimport cython
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 
 cdef frozenset FIELDS
 cdef dict _ATTRIBUTE
@@ -31,3 +32,13 @@ cpdef Record end_record(str connection, dict summary)
 @cython.locals(record=Record)
 cpdef Record from_dict(dict values)
 cpdef Record as_record(object value)
+
+
+cdef inline object _seconds(object ts_ns):
+    """ts_ns / 1e9 for an int: a C long long converted (rounded to nearest, as Python converts an
+    int to a float) and divided as a double; one past 64 bits as Python divides it."""
+    cdef int overflow = 0
+    cdef long long value = PyLong_AsLongLongAndOverflow(ts_ns, &overflow)
+    if overflow:
+        return ts_ns / 1e9
+    return <double>value / 1e9

@@ -134,7 +134,10 @@ def new_record(kind: str, ts_ns, ts_last_ns, capture, pcap_record, pcap_record_l
     if not COMPILED:  # (compiled, every field of a new object is None already)
         _clear(record)
     record.shape = SHAPES[kind]
-    record.ts = ts_ns / 1e9 if ts_ns is not None else None
+    if COMPILED and type(ts_ns) is int:  # (record.pxd's C function: the same float, without int / float's dispatch)
+        record.ts = _seconds(ts_ns)  # noqa: F821
+    else:
+        record.ts = ts_ns / 1e9 if ts_ns is not None else None
     record.ts_ns = ts_ns
     record.ts_last_ns = ts_last_ns
     record.capture = capture

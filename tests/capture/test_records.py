@@ -178,3 +178,14 @@ def test_a_view_end_record_is_written_as_orjson_writes_it():
     assert end["end_reason"] and isinstance(end["directions"], dict)
     assert json_line(end) == orjson.dumps(dict(end), option=orjson.OPT_APPEND_NEWLINE)
     assert datetime.datetime.fromtimestamp(end["ts"], datetime.timezone.utc).year >= 2020
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+                 st.integers(min_value=-(1 << 100), max_value=1 << 100), st.none()))
+def test_a_records_seconds_are_its_nanoseconds_divided_as_python_divides_them(ts_ns):
+    """Compiled, ts is computed in C from a 64-bit int (record.pxd's _seconds): the same float as
+    ts_ns / 1e9, rounding included; past 64 bits, Python's own division."""
+    record = new_record("heartbeat", ts_ns, ts_ns, "c.pcap", 1, 1, 0, "id", "a", "b", "C>S", 0, 0, 8)
+    expected = None if ts_ns is None else ts_ns / 1e9
+    assert record.ts == expected and type(record.ts) is type(expected)
