@@ -17,7 +17,8 @@ import hashlib
 import heapq
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+import msgspec
+from msgspec import field
 from typing import Iterable, Iterator
 
 from amqp_decode.capture import CaptureError, CaptureInfo, read_records
@@ -33,8 +34,7 @@ from amqp_decode.tcp import TcpConnection, TcpTracker
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".pcap.gz", ".pcapng.gz", ".cap.gz")
 
 
-@dataclass
-class DecodeStats:
+class DecodeStats(msgspec.Struct, dict=True):  # (a Struct: made in C at import, amqp_decode.spec says why)
     captures: list[CaptureInfo] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # path -> reason
     packets: int = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from amqp_decode.errors import TruncatedFrame
 from amqp_decode.spec import Method
@@ -136,8 +136,7 @@ _HEADER_VERSIONS = {
 PROTOCOL_HEADER_SIZE = 8
 
 
-@dataclass(frozen=True, slots=True)
-class ProtocolHeader:
+class ProtocolHeader(msgspec.Struct, frozen=True):  # (a Struct: made in C at import, amqp_decode.spec says why)
     raw: bytes  # the 8 bytes as sent
     version: str | None  # "0-9-1", "0-9", "0-8"; None when not a known AMQP header
     kind = "protocol-header"

@@ -4,8 +4,8 @@ package docstring (amqp_decode/capture/__init__.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+import msgspec
+from msgspec import field
 
 LINK_TYPE_NAMES = {0: "NULL", 1: "EN10MB", 12: "RAW", 101: "RAW", 108: "LOOP", 113: "LINUX_SLL",
                    228: "IPV4", 229: "IPV6", 276: "LINUX_SLL2"}
@@ -32,8 +32,10 @@ class CaptureError(Exception):
         self.reason = reason
 
 
-@dataclass(slots=True)
-class CaptureIssue:
+# msgspec Structs, not dataclasses: made in C at import, not by compiling their methods (amqp_decode.spec)
+
+
+class CaptureIssue(msgspec.Struct):
     kind: str
     detail: str  # in words, with the numbers
     record: int  # records read before it (in a range: before it within the range; merge() shifts)
@@ -42,8 +44,7 @@ class CaptureIssue:
     end_offset: int | None = None  # where reading resumed (or the file ended)
 
 
-@dataclass
-class CaptureInfo:
+class CaptureInfo(msgspec.Struct, dict=True):
     """What reading one file (or one byte range of it) found; filled in as records are read.
 
     Ranges of one file read apart merge into the whole file's info: start from an empty
@@ -106,7 +107,7 @@ class CaptureInfo:
             self.snaplen = max(self.snaplen or 0, part.snaplen)
         self.link_types |= part.link_types
         self.resolutions |= part.resolutions
-        self.issues += [dataclasses.replace(issue, record=issue.record + self.records) for issue in part.issues]
+        self.issues += [msgspec.structs.replace(issue, record=issue.record + self.records) for issue in part.issues]
         if part.records:
             if not self.records:
                 self.first_ts_ns = part.first_ts_ns

@@ -14,10 +14,10 @@ local capture stay where they are: the segments say where (pipelines.stages.plac
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Iterator
 
+import msgspec
 import pyarrow as pa
 
 from amqp_decode.bucketing import HeldSegments, SegmentBuckets
@@ -100,7 +100,8 @@ def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | N
 
 def info_to_json(info: CaptureInfo) -> dict:
     """What reading found, as plain data (it travels back to the driver, which merges a file's ranges)."""
-    data = dataclasses.asdict(info)
+    data = msgspec.structs.asdict(info)
+    data["issues"] = [msgspec.structs.asdict(issue) for issue in info.issues]
     data["link_types"], data["resolutions"] = sorted(info.link_types), sorted(info.resolutions)
     return data
 
