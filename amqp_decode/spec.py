@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import functools
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from amqp_decode import spec_cache
 from amqp_decode.errors import SpecError
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 WIRE_TYPES = frozenset({"bit", "octet", "short", "long", "longlong", "shortstr", "longstr",
                         "timestamp", "table", "content"})
@@ -169,6 +173,7 @@ def _field(element: ET.Element, domains: dict[str, str], where: str) -> Field:
 
 
 def parse_spec(text: str | bytes, source: str = "<string>") -> Spec:
+    import xml.etree.ElementTree as ET  # (only here: a spec read before comes from spec_cache)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as error:
@@ -184,7 +189,6 @@ def parse_spec(text: str | bytes, source: str = "<string>") -> Spec:
     domains = {_attr(d, "name", source): _attr(d, "type", source) for d in root.findall("domain")}
 
     classes: dict[int, AmqpClass] = {}
-    by_name: dict[str, Method] = {}
     for class_element in root.findall("class"):
         class_name = _attr(class_element, "name", source)
         class_id = _int(class_element, "index", f"{source}: class {class_name}")
@@ -199,7 +203,7 @@ def parse_spec(text: str | bytes, source: str = "<string>") -> Spec:
             if method_id in methods:
                 raise SpecError(f"{where}.{name}: method id {method_id} is already "
                                 f"{methods[method_id].name}")
-            method = Method(
+            methods[method_id] = Method(
                 class_id=class_id, method_id=method_id, class_name=class_name, name=name,
                 fields=tuple(_field(f, domains, f"{where}.{name}")
                              for f in method_element.findall("field")),
@@ -210,30 +214,78 @@ def parse_spec(text: str | bytes, source: str = "<string>") -> Spec:
                 receivers=frozenset(_attr(c, "name", where)
                                     for c in method_element.findall("chassis")),
             )
-            methods[method_id] = method
-            by_name[method.full_name] = method
         classes[class_id] = AmqpClass(class_id, class_name, class_element.get("handler"),
                                       properties, methods)
 
-    codes = {c.value: c for c in constants.values() if c.error_class or c.name == "reply-success"}
     port = root.get("port")
-    return Spec(major=_int(root, "major", source), minor=_int(root, "minor", source),
-                revision=int(root.get("revision") or 0), port=int(port) if port else None,
-                comment=root.get("comment") or "", source=source, constants=constants,
-                domains=domains, classes=classes, _by_name=by_name, _codes=codes)
+    return _spec(_int(root, "major", source), _int(root, "minor", source), int(root.get("revision") or 0),
+                 int(port) if port else None, root.get("comment") or "", source, constants, domains, classes)
+
+
+def _spec(major: int, minor: int, revision: int, port: int | None, comment: str, source: str,
+          constants: dict[str, Constant], domains: dict[str, str], classes: dict[int, AmqpClass]) -> Spec:
+    """A Spec of what its XML says, with what is derived from it."""
+    by_name = {method.full_name: method for amqp_class in classes.values() for method in amqp_class.methods.values()}
+    codes = {c.value: c for c in constants.values() if c.error_class or c.name == "reply-success"}
+    return Spec(major=major, minor=minor, revision=revision, port=port, comment=comment, source=source,
+                constants=constants, domains=domains, classes=classes, _by_name=by_name, _codes=codes)
+
+
+# A spec's plain form (spec_cache keeps it): what its XML says, as tuples of str, int, bool and None
+# in the XML's order, nothing derived; its first item names its layout.
+_PLAIN = 1
+
+
+def _plain_field(f: Field) -> tuple:
+    return (f.name, f.key, f.type, f.domain, f.reserved)
+
+
+def to_plain(spec: Spec) -> tuple:
+    return (_PLAIN, spec.major, spec.minor, spec.revision, spec.port, spec.comment,
+            tuple((c.name, c.value, c.error_class) for c in spec.constants.values()),
+            tuple(spec.domains.items()),
+            tuple((c.class_id, c.name, c.handler, tuple(_plain_field(f) for f in c.properties),
+                   tuple((m.method_id, m.name, tuple(_plain_field(f) for f in m.fields), m.synchronous, m.content,
+                          m.deprecated, m.responses, tuple(sorted(m.receivers))) for m in c.methods.values()))
+                  for c in spec.classes.values()))
+
+
+def from_plain(plain: tuple, source: str) -> Spec:
+    """The Spec of a plain form (ValueError for another layout)."""
+    if type(plain) is not tuple or not plain or plain[0] != _PLAIN:
+        raise ValueError("not a spec's plain form of this layout")
+    _, major, minor, revision, port, comment, constants, domains, classes = plain
+    built: dict[int, AmqpClass] = {}
+    for class_id, class_name, handler, properties, methods in classes:
+        built[class_id] = AmqpClass(class_id, class_name, handler, tuple(Field(*f) for f in properties), {
+            method_id: Method(class_id, method_id, class_name, name, tuple(Field(*f) for f in fields), synchronous,
+                              content, deprecated, responses, frozenset(receivers))
+            for method_id, name, fields, synchronous, content, deprecated, responses, receivers in methods})
+    return _spec(major, minor, revision, port, comment, source, {c[0]: Constant(*c) for c in constants},
+                 dict(domains), built)
 
 
 @functools.lru_cache(maxsize=None)
 def load_spec(name_or_path: str = "0-9-1") -> Spec:
     """A bundled spec by version ("0-9-1", "0-9") or any spec file by path; cached per process."""
     if name_or_path in BUNDLED:
-        return parse_spec(_bundled_bytes(BUNDLED[name_or_path]), f"spec/{BUNDLED[name_or_path]}")
-    path = Path(name_or_path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SpecError(f"cannot read spec file {path}: {error.strerror}") from None
-    return parse_spec(data, str(path))
+        data, source = _bundled_bytes(BUNDLED[name_or_path]), f"spec/{BUNDLED[name_or_path]}"
+    else:
+        path = Path(name_or_path)
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise SpecError(f"cannot read spec file {path}: {error.strerror}") from None
+        source = str(path)
+    plain = spec_cache.load(data)
+    if plain is not None:
+        try:
+            return from_plain(plain, source)
+        except (ValueError, TypeError):  # another layout (or damage marshal let through): parsed again
+            pass
+    spec = parse_spec(data, source)
+    spec_cache.store(data, to_plain(spec))
+    return spec
 
 
 def _bundled_bytes(name: str) -> bytes:
