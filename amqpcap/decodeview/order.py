@@ -43,11 +43,10 @@ def low_watermark(decoder) -> int | None:
     if now is None or segments is None:
         return None
     low = now
-    seen = set()
-    for tcp in segments.tracker.connections.values():
-        if id(tcp) in seen:
-            continue
-        seen.add(id(tcp))
+    for key, tcp in segments.tracker.connections.items():
+        a = tcp.a
+        if key[1] != a[1] or key[0] != a[0]:
+            continue  # (a connection is held under (a, b) and (b, a): it is looked at under the first)
         sink = tcp.sink
         status = sink.status
         if status == "not-amqp":
