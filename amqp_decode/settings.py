@@ -244,6 +244,8 @@ def from_data(data: dict[str, Any], source: str = "settings") -> Settings:
             raise SettingsError(f"{source}: unknown section [{name}]; known: {', '.join(sections)}")
         if not isinstance(value, dict):
             raise SettingsError(f"{source}: [{name}] must be a table of keys")
+    if not data:  # the declared defaults, valid as they are (conf/default.toml, all of them, loads as these)
+        return Settings()
     merged = _merge(msgspec.to_builtins(Settings()), data)
     try:
         return msgspec.convert(merged, Settings)
