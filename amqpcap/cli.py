@@ -29,7 +29,6 @@ EXIT_CODES = (f"exit codes: {OK} all good; {CAPTURE_FAILED} some capture failed 
               "error (a bug: please report it with the traceback)")
 
 
-
 class UsageError(Exception):
     """Bad arguments or settings: exit 2 with one line, before any work starts."""
 
