@@ -609,3 +609,39 @@ def test_the_stats_count_the_records_made_by_kind(capture):
     issues = [r for r in records if r["kind"] == "issue"]
     assert decoder.stats.issues == Counter(r["issue_kind"] for r in issues)
     assert decoder.stats.bytes_skipped == sum(r["bytes_skipped"] for r in issues)
+
+
+def test_json_lines_are_written_whole_however_little_each_write_takes(monkeypatch, tmp_path):
+    """decode --jsonl writes its lines with os.writev, unjoined: a write that takes only part of
+    them (a pipe) goes on from the byte where it stopped, across line boundaries."""
+    import os
+
+    from amqpcap.commands import decode
+    takes = []
+
+    def stingy(fd, parts):  # at most 7 bytes a call
+        takes.append(len(parts))
+        return os.write(fd, b"".join(parts)[:7])
+    monkeypatch.setattr(decode.os, "writev", stingy)
+    lines = [b"first line\n", b"", b"x" * 30 + b"\n", b"last\n"] * 5
+    with open(tmp_path / "out", "wb") as file:
+        decode._write_all(file.fileno(), list(lines))
+    assert (tmp_path / "out").read_bytes() == b"".join(lines) and len(takes) > 10
+
+
+def test_json_lines_go_out_in_order_in_any_number_and_to_any_output(tmp_path):
+    """More lines than one writev takes, after what was written to the output before; an output
+    without a file descriptor gets them joined."""
+    import io
+
+    from amqpcap.commands import decode
+    lines = [f'{{"n":{i}}}\n'.encode() for i in range(5000)]
+    with open(tmp_path / "out", "wb") as file:
+        file.write(b"before\n")
+        write = decode._line_writer(file)
+        write(lines[:3000])
+        write(lines[3000:])
+    assert (tmp_path / "out").read_bytes() == b"before\n" + b"".join(lines)
+    buffer = io.BytesIO()
+    decode._line_writer(buffer)(lines)
+    assert buffer.getvalue() == b"".join(lines)
