@@ -30,7 +30,7 @@ cdef class TimeOrder:
     cdef public Py_ssize_t forced
     cdef public Py_ssize_t most
     cdef public Py_ssize_t next_check
-    cdef public object checked_now
+    cdef public double checked_at
     cdef public list late_times
     cdef public list late_held
 

@@ -645,3 +645,21 @@ def test_json_lines_go_out_in_order_in_any_number_and_to_any_output(tmp_path):
     buffer = io.BytesIO()
     decode._line_writer(buffer)(lines)
     assert buffer.getvalue() == b"".join(lines)
+
+
+def test_records_trickling_in_are_released_once_half_a_second_has_passed(monkeypatch):
+    """Few records, far from the count that pays for a watermark: held until half a second has
+    passed on the clock (live input), then released up to the watermark; packet time alone, which
+    a file's runs through far faster, does not trigger one."""
+    from amqpcap.decodeview import order as order_module
+    clock = [100.0]
+    monkeypatch.setattr(order_module.time, "monotonic", lambda: clock[0])
+    decoder = _Quiet()
+    order = TimeOrder(decoder, cap=10**9)
+    decoder.now_ns = 10
+    assert order.feed([{"ts_ns": 1}, {"ts_ns": 2}], lambda r: r["ts_ns"]) == []
+    decoder.now_ns = 10 * 10**9  # ten seconds of packet time later
+    assert order.feed([{"ts_ns": 3}], lambda r: r["ts_ns"]) == []
+    clock[0] += 0.6
+    assert order.feed([{"ts_ns": 4}], lambda r: r["ts_ns"]) == [1, 2, 3, 4]
+    assert order.feed([{"ts_ns": 5}], lambda r: r["ts_ns"]) == []
