@@ -95,3 +95,5 @@ cdef class TcpTracker:
     cpdef _end(self, TcpConnection connection, str reason, long long ts_ns)
     @cython.locals(connection=TcpConnection)
     cpdef _expire(self, long long now_ns)
+    @cython.locals(key=tuple, connection=TcpConnection)
+    cpdef list each_connection(self)

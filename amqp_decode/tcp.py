@@ -358,6 +358,13 @@ class TcpTracker:
         if closing:
             self._closing_since = closing[0].closed_at
 
+    def each_connection(self) -> list:
+        """Every connection held, once, in no particular order (for a look at all of them, the
+        decode view's watermark): each is held under (a, b) and (b, a), and taken under the first.
+        Unlike _unique, no set of ids is kept."""
+        return [connection for key, connection in self.connections.items()
+                if key[1] == connection.a[1] and key[0] == connection.a[0]]
+
     def _unique(self):
         seen = set()
         for connection in self.connections.values():

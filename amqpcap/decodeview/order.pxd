@@ -11,7 +11,7 @@ cdef int RESYNC, BODY, SKIP
 
 @cython.locals(segments=SegmentDecoder, tcp=TcpConnection, sink=AmqpConnection, half=HalfStream,
                reader=FrameReader, content=_Content, low=cython.longlong, ts=cython.longlong,
-               pending=tuple, held=tuple, record=Record, key=tuple, a=tuple)
+               pending=tuple, held=tuple, record=Record)
 cpdef object low_watermark(object decoder)
 @cython.locals(first=cython.longlong)
 cdef long long _reader_low(FrameReader reader, long long low)

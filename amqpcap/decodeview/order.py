@@ -44,10 +44,7 @@ def low_watermark(decoder) -> int | None:
     if now is None or segments is None:
         return None
     low = now
-    for key, tcp in segments.tracker.connections.items():
-        a = tcp.a
-        if key[1] != a[1] or key[0] != a[0]:
-            continue  # (a connection is held under (a, b) and (b, a): it is looked at under the first)
+    for tcp in segments.tracker.each_connection():
         sink = tcp.sink
         status = sink.status
         if status == "not-amqp":
