@@ -17,9 +17,10 @@ import hashlib
 import heapq
 import os
 from collections import Counter
+from typing import Iterable, Iterator
+
 import msgspec
 from msgspec import field
-from typing import Iterable, Iterator
 
 from amqp_decode.capture import CaptureError, CaptureInfo, read_records
 from amqp_decode.codec import Codec

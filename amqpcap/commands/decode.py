@@ -160,8 +160,7 @@ def main(args: argparse.Namespace) -> int:
             else:
                 from amqpcap.decodeview.readable import Readable  # (only here: --jsonl starts sooner)
                 readable = Readable(frames=args.frames, width=None if args.full else args.width, versions=ends.version)
-                render = readable.line
-                write = lambda lines: out.write(_join_text(lines))  # noqa: E731
+                render, write = readable.line, _text_writer(out)
             selection = Selection(tests, folded=folded)
             order = None if args.no_sort else TimeOrder(decoder, args.sort_buffer)
             for batch in decoder.batches(args.captures, ends=True):
@@ -215,8 +214,9 @@ def _text_line(record: dict) -> bytes:
     return (_frames_view().line(record) or "").encode()
 
 
-def _join_text(lines: list[str]) -> bytes:
-    return "".join(lines).encode()
+def _text_writer(out):
+    """What writes lines of text to `out`: joined, as UTF-8."""
+    return lambda lines: out.write("".join(lines).encode())
 
 
 def _line_writer(out):
