@@ -106,7 +106,7 @@ class SegmentDecoder:
     def _new_connection(self, tcp: TcpConnection) -> AmqpConnection:
         a, b = format_endpoint(*tcp.a), format_endpoint(*tcp.b)
         return AmqpConnection(tcp, connection_id(a, b, tcp.first_ts_ns), self.codecs, self.options,
-                              self.out, self.capture_names, on_end=self.on_connection_end)
+                              self.out, self.capture_names, on_end=self.on_connection_end, endpoints=(a, b))
 
     def feed(self, segment, capture_index: int) -> list[Record]:
         """Records completed by this segment (often none)."""

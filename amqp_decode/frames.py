@@ -153,13 +153,26 @@ class ProtocolHeader(msgspec.Struct, frozen=True):  # (a Struct: made in C at im
         return "not AMQP: " + self.raw.hex(" ")
 
 
+# Headers parsed lately, by their bytes: every connection of a capture sends one of a few (a header
+# is frozen, so one object serves them all); bounded, as a stream of junk gives new ones each time
+_PARSED: dict = {}
+_PARSED_HELD = 64
+
+
 def parse_protocol_header(data: bytes) -> ProtocolHeader:
     """Interpret 8 bytes that start a stream. Anything not starting with 'AMQP' is kept by value."""
     raw = bytes(data[:PROTOCOL_HEADER_SIZE])
+    header = _PARSED.get(raw)
+    if header is not None:
+        return header
     if len(raw) < PROTOCOL_HEADER_SIZE:
         raise TruncatedFrame(f"protocol header needs {PROTOCOL_HEADER_SIZE} bytes, have {len(raw)}", 0)
     version = _HEADER_VERSIONS.get(tuple(raw[4:8])) if raw[:4] == b"AMQP" else None
-    return ProtocolHeader(raw, version)
+    header = ProtocolHeader(raw, version)
+    if len(_PARSED) >= _PARSED_HELD:
+        _PARSED.clear()
+    _PARSED[raw] = header
+    return header
 
 
 def looks_like_protocol_header(data: bytes) -> bool:

@@ -8,6 +8,7 @@ from amqp_decode.tcp cimport StreamSink, TcpConnection
 
 cdef int START, FRAMES, RESYNC, BODY, SKIP
 cdef long long STREAM_BODY_MIN
+cdef dict _HEADER_TEXTS
 
 
 cdef class AmqpConnection
@@ -169,3 +170,6 @@ cdef class StreamOptions:
     cdef public bint resumable
     cdef public long long resumable_body_cap
     cdef public bint fold_content
+
+
+cpdef tuple _header_texts(object header)

@@ -495,7 +495,8 @@ class AmqpConnection(StreamSink):
     """The StreamSink for one TCP connection; appends finished records to `out`."""
 
     def __init__(self, tcp, connection_id: str, codecs: dict[str, Codec], settings: "StreamOptions",
-                 out: list, capture_names: list[str], on_end=None) -> None:
+                 out: list, capture_names: list[str], on_end=None, endpoints: tuple[str, str] | None = None) -> None:
+        """`endpoints`: tcp.a and tcp.b as format_endpoint gives them, when the caller has them already."""
         self.tcp = tcp
         self.on_end = on_end
         self.id = connection_id
@@ -503,7 +504,7 @@ class AmqpConnection(StreamSink):
         self.settings = settings
         self.out = out
         self.capture_names = capture_names
-        self.endpoints = (format_endpoint(*tcp.a), format_endpoint(*tcp.b))
+        self.endpoints = endpoints or (format_endpoint(*tcp.a), format_endpoint(*tcp.b))
         self.ports = (tcp.a[1], tcp.b[1])
         self.version: str | None = None
         self.codec = codecs[settings.default_version]
@@ -720,11 +721,12 @@ class AmqpConnection(StreamSink):
                 self.codec = self.codecs[version]
                 self.frame_start = frame_start_for(self.codec, self.settings.resync_max_frame)
         record = self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None)
+        description, raw = _header_texts(header)
         record.version = header.version
-        record.protocol_header = header.description
-        record.raw = header.raw.hex()
+        record.protocol_header = description
+        record.raw = raw
         if header.is_amqp and header.version not in self.codecs:
-            self.issue(reader, "unsupported-version", f"{header.description}: no spec loaded for it; decoding as "
+            self.issue(reader, "unsupported-version", f"{description}: no spec loaded for it; decoding as "
                        f"{self.codec.spec.version}", 0, offset, offset + PROTOCOL_HEADER_SIZE, None)
         reader.decoded_bytes += PROTOCOL_HEADER_SIZE
         reader.frames += 1
@@ -982,6 +984,20 @@ class AmqpConnection(StreamSink):
 
 UNDECIDED_HOLD = 1 << 16  # bytes held on a port of no known protocol before deciding it is not AMQP
 
+
+
+# A protocol header's description and hex, by its bytes: every connection sends one of a few
+# (bounded, as a stream of junk gives a new one each time)
+_HEADER_TEXTS: dict = {}
+
+
+def _header_texts(header) -> tuple:
+    texts = _HEADER_TEXTS.get(header.raw)
+    if texts is None:
+        if len(_HEADER_TEXTS) >= 64:
+            _HEADER_TEXTS.clear()
+        texts = _HEADER_TEXTS[header.raw] = (header.description, header.raw.hex())
+    return texts
 
 
 class StreamOptions:

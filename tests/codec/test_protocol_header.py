@@ -22,3 +22,16 @@ def test_protocol_headers(raw, version, description):
 def test_short_protocol_header_is_truncated():
     with pytest.raises(TruncatedFrame):
         parse_protocol_header(b"AMQP\x00\x00")
+
+
+def test_a_header_met_again_is_the_same_frozen_object_and_junk_is_not_hoarded():
+    from amqp_decode import frames
+    first = parse_protocol_header(bytearray(b"AMQP\x00\x00\x09\x01"))
+    assert parse_protocol_header(b"AMQP\x00\x00\x09\x01extra") is first
+    junk = [i.to_bytes(8, "big") for i in range(3 * frames._PARSED_HELD)]
+    assert [parse_protocol_header(raw).raw for raw in junk] == junk
+    assert len(frames._PARSED) <= frames._PARSED_HELD
+    assert parse_protocol_header(b"AMQP\x00\x00\x09\x01").version == "0-9-1"
+    for _ in range(2):  # (a short one is never kept: it raises each time)
+        with pytest.raises(TruncatedFrame):
+            parse_protocol_header(b"AMQP\x00\x00")
