@@ -8,7 +8,8 @@ from libc.string cimport memcpy, memmove
 from amqp_decode.record cimport Record
 
 cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
-cdef Py_ssize_t _PIECES_HELD
+cdef tuple _CONNECTION_END
+cdef Py_ssize_t _PIECES_HELD, _COMMON_KEYS
 cdef str _TO_SERVER, _TO_CLIENT
 cdef long long _INT64_MIN, _INT64_MAX
 cdef bytes _PAIRS
@@ -26,13 +27,13 @@ cdef class LineWriter:
     cdef char* data
     cdef public Py_ssize_t capacity
     cdef public Py_ssize_t n
-    cdef public dict kinds, methods, classes, to_server, to_client
+    cdef public dict kinds, methods, classes, to_server, to_client, undirected
     cdef public object capture
     cdef public bytes capture_piece
     cdef public object float_value
     cdef public bytes float_text
 
-    @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t)
+    @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t, tail=bytes)
     cpdef line(self, Record record)
     @cython.locals(piece=bytes)
     cdef bytes _piece(self, dict pieces, bytes key, object value, bytes after)

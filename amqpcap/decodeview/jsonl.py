@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import orjson
 
-from amqp_decode.record import CAPTURE_ISSUE, METHOD_MESSAGE, SHAPES, Record
+from amqp_decode.record import CAPTURE_ISSUE, COMMON, CONNECTION_END, METHOD_MESSAGE, SHAPES, Record
 
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
 _DUMPS = orjson.dumps  # (compiled: a C variable, not a module attribute looked up per line)
@@ -45,6 +45,8 @@ def reference_line(record) -> bytes:
 _METHOD, _METHOD_MESSAGE = SHAPES["method"], METHOD_MESSAGE
 _HEADER, _BODY, _HEARTBEAT = SHAPES["header"], SHAPES["body"], SHAPES["heartbeat"]
 _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE = SHAPES["issue"], SHAPES["protocol-header"], CAPTURE_ISSUE
+_CONNECTION_END = SHAPES[CONNECTION_END]  # (amqpcap decode's, made by amqpcap.decodeview.ends)
+_COMMON_KEYS = len(COMMON)
 _PIECES_HELD = 8192  # runs of keys and values remembered per table (LineWriter._piece); past that it starts over
 _TO_SERVER, _TO_CLIENT = "C>S", "S>C"  # (amqp_decode.spec's directions)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -84,6 +86,7 @@ class LineWriter:
         self.classes: dict = {}
         self.to_server: dict = {}
         self.to_client: dict = {}
+        self.undirected: dict = {}  # (a connection's end has no direction)
         self.capture = None  # the last capture named, and its run: ,"capture":"...","pcap_record":
         self.capture_piece = _CAPTURE + _NULL + _PCAP_RECORD
         self.float_value = None  # the last time written, and its JSON (a packet's records share it)
@@ -94,8 +97,8 @@ class LineWriter:
         shape = record.shape
         nested = shape is _METHOD or shape is _METHOD_MESSAGE or shape is _HEADER
         if not nested and shape is not _BODY and shape is not _HEARTBEAT and shape is not _ISSUE and \
-                shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER:
-            return reference_line(record)  # (a view's connection end, a record given keys of its own)
+                shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER and shape is not _CONNECTION_END:
+            return reference_line(record)  # (a record given keys of its own)
         self.n = 0
         self._put(_TS)
         value = record.ts
@@ -174,6 +177,12 @@ class LineWriter:
             self._put(_rendered(record.protocol_header))
             self._put(_RAW)
             self._put(_rendered(record.raw))
+        elif shape is _CONNECTION_END:  # the facts after the common keys, as orjson writes them, "{" made ","
+            tail = _rendered({key: record._value(key) for key in shape[_COMMON_KEYS:]})
+            self._put(b",")
+            self._put_part(tail, 1, len(tail))
+            self._put(b"\n")
+            return self._line()
         self._put(_END)
         return self._line()
 
@@ -194,13 +203,15 @@ class LineWriter:
 
     def _link(self, connection, client, server, direction) -> bytes:
         ""","connection":...,"client":...,"server":...,"dir":...,"channel": remembered by the
-        connection's id, per direction, while its endpoints stay the same."""
+        connection's id, per direction (or none), while its endpoints stay the same."""
         if type(connection) is not str or type(client) is not str or type(server) is not str:
             return _render_link(connection, client, server, direction)
         if direction == _TO_SERVER:
             links = self.to_server
         elif direction == _TO_CLIENT:
             links = self.to_client
+        elif direction is None:
+            links = self.undirected
         else:
             return _render_link(connection, client, server, direction)
         entry = links.get(connection)

@@ -105,6 +105,28 @@ def test_the_writer_writes_what_orjson_writes_of_any_values(kind, ts_ns, common,
     assert LineWriter().line(record) == expected
 
 
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(ts_ns=NUMBER, common=st.lists(st.one_of(TEXT, NUMBER), min_size=11, max_size=11),
+       facts=st.lists(st.one_of(TEXT, NUMBER, VALUE), min_size=len(KIND_KEYS["connection-end"]),
+                      max_size=len(KIND_KEYS["connection-end"])))
+def test_a_connection_end_is_written_as_orjson_writes_it(ts_ns, common, facts):
+    """A connection's end (the common keys written by the writer, its facts by orjson after them),
+    whatever its values; the view's own end records are among every capture's above."""
+    ts_ns = None if ts_ns is None else min(abs(ts_ns), 2**63 - 1)
+    record = new_record("connection-end", ts_ns, *common, 0)
+    for key, value in zip(KIND_KEYS["connection-end"], facts):
+        record[key] = value
+    assert record.shape is SHAPES["connection-end"]
+    try:
+        expected = reference_line(record)
+    except (TypeError, orjson.JSONEncodeError) as error:
+        with pytest.raises(type(error)):
+            LineWriter().line(record)
+        return
+    writer = LineWriter()
+    assert writer.line(record) == writer.line(record) == expected
+
+
 # values drawn from small pools, so that one writer meets the same ones again in other company
 IDS_FEW = st.sampled_from(["c1", "c2", "c1", None, 1])
 ENDPOINTS_FEW = st.sampled_from(["10.0.0.1:4000", "10.0.0.2:5672", "10.0.0.1:4000", None, 1])
