@@ -98,7 +98,7 @@ def _reader(reader: FrameReader, name) -> dict:
              "skip_first": (reader.skip_first[0], name(reader.skip_first[1]), reader.skip_first[2]),
              "skip_last": (reader.skip_last[0], name(reader.skip_last[1]), reader.skip_last[2]),
              "skip_remaining": reader.skip_remaining,
-             "skip_detail": reader.skip_detail, "resync_waiting": sorted(reader.resync_live),
+             "skip_detail": reader.skip_detail, "resync_waiting": sorted(reader.resync_live or ()),
              "resync_scanned": reader.resync_scanned, "body": body, "frames": reader.frames,
              "decoded_bytes": reader.decoded_bytes, "skipped_bytes": reader.skipped_bytes}
     if _holds_credentials(reader):
@@ -227,8 +227,10 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
         reader.skip_last = (last[0], index(last[1]), last[2])
         reader.skip_remaining, reader.skip_detail = state["skip_remaining"], state["skip_detail"]
         waiting = sorted(state["resync_waiting"])  # judged again at once: due from offset 0
-        reader.resync_live, reader.resync_due = set(waiting), [(0, a) for a in waiting]
-        reader.resync_order, reader.resync_scanned = collections.deque(waiting), state["resync_scanned"]
+        if waiting:
+            reader.resync_live, reader.resync_due = set(waiting), [(0, a) for a in waiting]
+            reader.resync_order = collections.deque(waiting)
+        reader.resync_scanned = state["resync_scanned"]
         reader.body = dict(state["body"], capture=index(state["body"]["capture"])) if state["body"] else None
         reader.frames, reader.decoded_bytes = state["frames"], state["decoded_bytes"]
         reader.skipped_bytes = state["skipped_bytes"]

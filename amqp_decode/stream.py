@@ -65,10 +65,12 @@ class FrameReader:
         self.skip_detail = ""
         # Candidates not yet decidable (stream offsets): `resync_live`; `resync_due`, a heap of (the
         # stream offset their bytes must reach to be decided, offset); `resync_order`, the offsets in
-        # the order found (those no longer live are skipped there lazily)
-        self.resync_live: set[int] = set()
-        self.resync_due: list[tuple[int, int]] = []
-        self.resync_order: deque[int] = deque()
+        # the order found (those no longer live are skipped there lazily). Made when a resync
+        # starts (None otherwise): most streams never lose framing, and a connection's objects are
+        # freed long after their last use, once its close grace has passed
+        self.resync_live: set[int] | None = None
+        self.resync_due: list[tuple[int, int]] | None = None
+        self.resync_order: deque[int] | None = None
         self.resync_scanned = 0  # stream offset up to which candidates have been judged
         self.body: dict | None = None  # streaming body frame in progress
         self.frames = 0
@@ -285,6 +287,8 @@ class FrameReader:
         integers inside a body, held thousands waiting.)"""
         base = self.base
         available = base + len(buf)
+        if self.resync_live is None:
+            self.resync_live, self.resync_due, self.resync_order = set(), [], deque()
         due, live = self.resync_due, self.resync_live
         ready = []
         while due and (final or due[0][0] <= available):
@@ -317,7 +321,7 @@ class FrameReader:
                     self.resync_order.append(base + i)
                 i = starts.find(buf, i + 1)
         if found is not None or final:
-            self.resync_live, self.resync_due, self.resync_order, self.resync_scanned = set(), [], deque(), 0
+            self.resync_live, self.resync_due, self.resync_order, self.resync_scanned = None, None, None, 0
             return (found if found is not None else len(buf)), len(buf)
         # a candidate in the last bytes could not match yet: scan them again with what follows
         self.resync_scanned = base + max(pos, len(buf) - FRAME_START_BYTES + 1)
