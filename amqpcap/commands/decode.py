@@ -16,7 +16,7 @@ from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
 from amqpcap.console import log
 from amqpcap.decodeview.ends import ConnectionEnds
 from amqpcap.decodeview.filters import Selection, predicates
-from amqpcap.decodeview.jsonl import json_line
+from amqpcap.decodeview.jsonl import json_line, json_line_into
 from amqpcap.decodeview.order import DEFAULT_CAP, TimeOrder
 from amqpcap.decodeview.where import WhereError
 
@@ -162,7 +162,8 @@ def main(args: argparse.Namespace) -> int:
                 readable = Readable(frames=args.frames, width=None if args.full else args.width, versions=ends.version)
                 render, write = readable.line, _text_writer(out)
             selection = Selection(tests, folded=folded)
-            order = None if args.no_sort else TimeOrder(decoder, args.sort_buffer)
+            order = None if args.no_sort else TimeOrder(decoder, args.sort_buffer,
+                                                        into=json_line_into if args.jsonl else None)
             for batch in decoder.batches(args.captures, ends=True):
                 records = selection.select(ends.apply(batch, decoder.now_ns))
                 if not records:

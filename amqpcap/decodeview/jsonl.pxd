@@ -2,6 +2,7 @@
 # A line is written into the writer's buffer through a C pointer (pieces copied with memcpy,
 # digits stored one by one), the record's fields read as C members.
 cimport cython
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memcpy, memmove
@@ -33,8 +34,11 @@ cdef class LineWriter:
     cdef public object float_value
     cdef public bytes float_text
 
-    @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t, tail=bytes)
     cpdef line(self, Record record)
+    @cython.locals(n=Py_ssize_t, line=bytes)
+    cpdef Py_ssize_t line_into(self, Record record, bytearray chunk, Py_ssize_t fill) except? -1
+    @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t, tail=bytes)
+    cdef bint _write(self, Record record) except -1
     @cython.locals(piece=bytes)
     cdef bytes _piece(self, dict pieces, bytes key, object value, bytes after)
     @cython.locals(links=dict, entry=tuple, piece=bytes)
@@ -61,3 +65,7 @@ cdef inline long long _int64(object value):
     cdef int overflow = 0
     cdef long long result = PyLong_AsLongLongAndOverflow(value, &overflow)
     return _INT64_MIN if overflow else result
+
+
+@cython.locals(line=bytes)
+cpdef Py_ssize_t json_line_into(object record, bytearray chunk, Py_ssize_t fill) except? -1

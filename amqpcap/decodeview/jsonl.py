@@ -94,11 +94,37 @@ class LineWriter:
 
     def line(self, record: Record) -> bytes:
         """The record's line, newline included: what reference_line gives."""
+        if not self._write(record):
+            return reference_line(record)  # (a record given keys of its own)
+        return self._line()
+
+    def line_into(self, record: Record, chunk: bytearray, fill: int) -> int:
+        """The record's line written into `chunk` from `fill` on: the new fill, or -(its size)
+        when it does not fit (amqpcap.decodeview.order.TimeOrder's `into`)."""
+        if not self._write(record):
+            line = reference_line(record)
+            n = len(line)
+            if fill + n > len(chunk):
+                return -n
+            chunk[fill:fill + n] = line
+            return fill + n
+        n = self.n
+        if fill + n > len(chunk):
+            return -n
+        if COMPILED:  # (memcpy and PyByteArray_AS_STRING: C functions jsonl.pxd declares)
+            memcpy(PyByteArray_AS_STRING(chunk) + fill, self.data, n)  # noqa: F821
+        else:
+            chunk[fill:fill + n] = memoryview(self.buf)[:n]
+        return fill + n
+
+    def _write(self, record: Record) -> bool:
+        """The record's line into the buffer (its first self.n bytes); False for a record of a
+        shape the writer does not know."""
         shape = record.shape
         nested = shape is _METHOD or shape is _METHOD_MESSAGE or shape is _HEADER
         if not nested and shape is not _BODY and shape is not _HEARTBEAT and shape is not _ISSUE and \
                 shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER and shape is not _CONNECTION_END:
-            return reference_line(record)  # (a record given keys of its own)
+            return False
         self.n = 0
         self._put(_TS)
         value = record.ts
@@ -154,7 +180,7 @@ class LineWriter:
                     self._put(_MESSAGE)
                     self._put(_DUMPS(record.message, default=_json_default))
             self._put(_END)
-            return self._line()
+            return True
         if shape is _BODY:
             self._put(_BODY_FRAME_SIZE)
             self._number(record.body_frame_size)
@@ -182,9 +208,9 @@ class LineWriter:
             self._put(b",")
             self._put_part(tail, 1, len(tail))
             self._put(b"\n")
-            return self._line()
+            return True
         self._put(_END)
-        return self._line()
+        return True
 
     # -- pieces ----------------------------------------------------------------------------------
 
@@ -346,3 +372,14 @@ def json_line(record) -> bytes:
     if type(record) is Record:
         return _WRITER.line(record)
     return reference_line(record)
+
+
+def json_line_into(record, chunk: bytearray, fill: int) -> int:
+    """json_line's line written into `chunk` from `fill` on (LineWriter.line_into)."""
+    if type(record) is Record:
+        return _WRITER.line_into(record, chunk, fill)
+    line = reference_line(record)
+    if fill + len(line) > len(chunk):
+        return -len(line)
+    chunk[fill:fill + len(line)] = line
+    return fill + len(line)

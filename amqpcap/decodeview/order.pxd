@@ -33,9 +33,10 @@ cdef class TimeOrder:
     cdef public double checked_at
     cdef public list late_times
     cdef public list late_held
+    cdef public _Runs runs
 
     @cython.locals(held=list, times=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong,
-                   count=Py_ssize_t, at=Py_ssize_t, record=Record)
+                   count=Py_ssize_t, at=Py_ssize_t, record=Record, runs=_Runs)
     cpdef list feed(self, list batch, object render=*)
     cpdef list finish(self)
     cpdef Py_ssize_t _interval(self)
@@ -44,3 +45,26 @@ cdef class TimeOrder:
     @cython.locals(start=Py_ssize_t, held=list, times=list, late_held=list, late_times=list, out=list,
                    at=Py_ssize_t, stop=Py_ssize_t, i=Py_ssize_t)
     cpdef list _release(self, Py_ssize_t end, Py_ssize_t late_end)
+    cdef list _held(self, Py_ssize_t start, Py_ssize_t end)
+
+
+cdef class _Runs:
+    cdef object into
+    cdef Py_ssize_t chunk_bytes
+    cdef list chunks
+    cdef list bases
+    cdef bytearray chunk
+    cdef Py_ssize_t base
+    cdef Py_ssize_t fill
+    cdef object ends
+    cdef long long[:] end_at
+    cdef Py_ssize_t count
+    cdef Py_ssize_t head
+
+    @cython.locals(fill=Py_ssize_t)
+    cdef bint add(self, object record) except -1
+    @cython.locals(low=Py_ssize_t, high=Py_ssize_t, k=Py_ssize_t, base=Py_ssize_t, stop=Py_ssize_t, out=list,
+                   bases=list, chunks=list)
+    cdef list views(self, Py_ssize_t start, Py_ssize_t end)
+    @cython.locals(left=Py_ssize_t, drop=Py_ssize_t, bases=list, i=Py_ssize_t, end_at="long long[:]")
+    cdef forget(self, Py_ssize_t end)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from array import array
 from typing import Callable
 
 from amqp_decode.record import Record, as_record
@@ -28,6 +29,7 @@ from amqp_decode.stream import READER_STATES
 # decoder reader states that hold bytes already skipped or a body frame in progress
 RESYNC, BODY, SKIP = READER_STATES["resync"], READER_STATES["body"], READER_STATES["skip"]
 DEFAULT_CAP = 200_000
+RUN_CHUNK = 1 << 18  # bytes per chunk of renderings held one after another (TimeOrder's `into`)
 
 
 def _same(record: Record) -> Record:
@@ -88,7 +90,9 @@ def _reader_low(reader, low: int) -> int:
 
 class TimeOrder:
     """Records in ts_ns order: `feed` each batch of the decoder, then `finish`. What is held is each
-    record's rendering (a line of text or JSON, far smaller than the record), not the record.
+    record's rendering (a line of text or JSON, far smaller than the record), not the record; with
+    `into`, the renderings of the first list below are written one after another into chunks of
+    bytes instead of being an object each (_Runs).
 
     Records come nearly in order, so the held ones are two sorted lists (each two side by side:
     times and renderings). A record no earlier than the latest held is appended to the first; an
@@ -100,13 +104,21 @@ class TimeOrder:
     (bisect_right: ties keep their order), without the insert, which moved every record held
     after the watermark (thousands) for each late one."""
 
-    def __init__(self, decoder, cap: int = DEFAULT_CAP, every: int | None = None) -> None:
-        """`every`: take a watermark after that many records (default: adaptive, see feed)."""
+    def __init__(self, decoder, cap: int = DEFAULT_CAP, every: int | None = None, into=None,
+                 chunk_bytes: int = RUN_CHUNK) -> None:
+        """`every`: take a watermark after that many records (default: adaptive, see feed).
+        `into(record, chunk, fill)`: writes the record's rendering into the bytearray `chunk` from
+        `fill` on and gives the new fill (`fill` itself: no rendering; -size: it does not fit). The
+        renderings of records that come in order are then held one after another in chunks of
+        `chunk_bytes` (_Runs), and given out as memoryviews of runs of them, not as an object each
+        (a late record's is still `render`'s): made, held for thousands of records and freed one
+        by one, those objects cost more than the copies."""
         self.decoder = decoder
         self.every = every
         self.cap = max(1, cap)
         self.times: list[int] = []  # of the held records, sorted from `start` on; before it: written
-        self.held: list = []  # their renderings, in the same order
+        self.held: list = []  # their renderings, in the same order (with `into`: held by `runs`)
+        self.runs = _Runs(into, chunk_bytes) if into is not None else None
         self.start = 0
         self.late_times: list[int] = []  # of the held records that came after later ones, sorted
         self.late_held: list = []  # their renderings, in the same order
@@ -121,20 +133,26 @@ class TimeOrder:
     def feed(self, batch: list[Record], render: Callable[[Record], object] = _same) -> list:
         """One of the decoder's batches (CaptureDecoder.batches, possibly filtered; between two
         batches the decoder's state holds exactly the records still to come): the renderings
-        (`render(record)`; None is dropped) that can be written now, in order. (A dict of a
-        record is taken too, as its Record.)"""
-        held, times = self.held, self.times
+        (`render(record)`; None is dropped; with `into`, runs of them as memoryviews) that can be
+        written now, in order. (A dict of a record is taken too, as its Record.)"""
+        held, times, runs = self.held, self.times, self.runs
         seq = self.seq
         top = times[-1] if len(times) > self.start else -1  # the latest time held
         for item in batch:
             record = as_record(item)
-            rendered = render(record)
-            if rendered is None:
-                continue
             stamp = record.ts_ns  # (held as the record's own int: compiled, ts is a C copy of it)
             if stamp is None:  # damage at the very end of a file with no packet after it
                 stamp = top if top >= 0 else (self.last or 0)
             ts = stamp
+            if runs is not None and ts >= top:
+                if runs.add(record):
+                    seq += 1
+                    times.append(stamp)
+                    top = ts
+                continue
+            rendered = render(record)
+            if rendered is None:
+                continue
             seq += 1
             if ts >= top:
                 times.append(stamp)
@@ -145,7 +163,7 @@ class TimeOrder:
                 self.late_times.insert(at, stamp)
                 self.late_held.insert(at, rendered)
         self.seq = seq
-        count = len(held) - self.start + len(self.late_held)
+        count = len(times) - self.start + len(self.late_held)
         if count > self.most:
             self.most = count
         out: list = []
@@ -161,14 +179,14 @@ class TimeOrder:
             if low is not None:
                 out = self._release(bisect.bisect_right(times, low, self.start),
                                     bisect.bisect_right(self.late_times, low))
-                count = len(held) - self.start + len(self.late_held)
+                count = len(times) - self.start + len(self.late_held)
         if count > self.cap:  # full: the oldest go, whatever the watermark says
             self.forced += count - self.cap
             out += self._release_oldest(count - self.cap)
         return out
 
     def finish(self) -> list:
-        return self._release(len(self.held), len(self.late_held))
+        return self._release(len(self.times), len(self.late_held))
 
     def _interval(self) -> int:
         if self.every is not None:
@@ -207,7 +225,7 @@ class TimeOrder:
             self.late += bisect.bisect_left(late_times, last, 0, late_end)
         final = times[end - 1] if end > start else late_times[late_end - 1]
         if late_end == 0:
-            out = held[start:end]
+            out = self._held(start, end)
         else:
             if late_times[late_end - 1] > final:
                 final = late_times[late_end - 1]
@@ -216,17 +234,104 @@ class TimeOrder:
             for i in range(late_end):  # each late record after the others of its time
                 stop = bisect.bisect_right(times, late_times[i], at, end)
                 if stop > at:
-                    out += held[at:stop]
+                    out += self._held(at, stop)
                     at = stop
                 out.append(late_held[i])
             if end > at:
-                out += held[at:end]
+                out += self._held(at, end)
             del late_held[:late_end]
             del late_times[:late_end]
         self.last = final if last is None or final > last else last
-        if end > 4096 and end * 2 > len(held):
-            del held[:end]
+        if end > 4096 and end * 2 > len(times):
+            if self.runs is not None:
+                self.runs.forget(end)
+            else:
+                del held[:end]
             del times[:end]
             end = 0
         self.start = end
         return out
+
+    def _held(self, start: int, end: int) -> list:
+        """The renderings of the records held at [start, end) of `times`."""
+        if end <= start:
+            return []
+        if self.runs is not None:
+            return self.runs.views(start, end)
+        return self.held[start:end]
+
+
+class _Runs:
+    """Renderings held one after another: TimeOrder's records that come in order, written by its
+    `into` into chunks of bytes (fixed in size, so views of them stay valid), each rendering in
+    one chunk. A rendering is known by where it ends in the stream of all of them (`ends`, from
+    the first still held; `head`: where that one starts)."""
+
+    def __init__(self, into, chunk_bytes: int) -> None:
+        self.into = into
+        self.chunk_bytes = max(1, chunk_bytes)
+        self.chunks: list[bytearray] = []  # those holding renderings still held (the last: being filled)
+        self.bases: list[int] = []  # where each starts in the stream
+        self.chunk = bytearray()  # the last (none yet: one of no bytes)
+        self.base = 0  # where it starts
+        self.fill = 0  # its bytes written
+        self.ends = array("q", bytes(8 * 1024))
+        self.end_at = self.ends  # (compiled: a typed view of it)
+        self.count = 0  # entries of ends in use
+        self.head = 0
+
+    def add(self, record) -> bool:
+        """The record's rendering after the others; False when it has none."""
+        fill = self.into(record, self.chunk, self.fill)
+        if fill < 0:  # it does not fit: a new chunk, big enough
+            self.base += self.fill
+            self.chunk = bytearray(max(self.chunk_bytes, -fill))
+            self.fill = 0
+            self.chunks.append(self.chunk)
+            self.bases.append(self.base)
+            fill = self.into(record, self.chunk, 0)
+        if fill == self.fill:
+            return False
+        self.fill = fill
+        if self.count == len(self.ends):
+            ends = array("q", bytes(16 * self.count))
+            ends[:self.count] = self.ends
+            self.ends = ends
+            self.end_at = ends
+        self.end_at[self.count] = self.base + fill
+        self.count += 1
+        return True
+
+    def views(self, start: int, end: int) -> list:
+        """The renderings [start, end) of those held (start < end), as views of their chunks."""
+        low = self.end_at[start - 1] if start > 0 else self.head
+        high = self.end_at[end - 1]
+        bases, chunks = self.bases, self.chunks
+        k = bisect.bisect_right(bases, low) - 1
+        out = []
+        while low < high:
+            base = bases[k]
+            stop = bases[k + 1] if k + 1 < len(bases) else self.base + self.fill
+            if stop > high:
+                stop = high
+            out.append(memoryview(chunks[k])[low - base:stop - base])
+            low = stop
+            k += 1
+        return out
+
+    def forget(self, end: int) -> None:
+        """The first `end` renderings were given out: from now on counted from the next one; the
+        chunks before it let go (views given out keep theirs)."""
+        self.head = self.end_at[end - 1]
+        left = self.count - end
+        end_at = self.end_at
+        for i in range(left):  # (in place: the typed view of `ends` keeps it from being resized)
+            end_at[i] = end_at[end + i]
+        self.count = left
+        bases = self.bases
+        drop = 0
+        while drop + 1 < len(bases) and bases[drop + 1] <= self.head:
+            drop += 1
+        if drop:
+            del bases[:drop]
+            del self.chunks[:drop]

@@ -160,6 +160,77 @@ def test_the_time_order_is_one_sorted_list_with_late_records_inserted(batches, c
     assert (order.late, order.forced) == (reference.late, reference.forced)
 
 
+def _into(record, chunk, fill):
+    """Record n's rendering, b"<n>;" (none for n = 0), as TimeOrder's `into` writes one."""
+    if record["n"] == 0:
+        return fill
+    text = f"{record['n']};".encode()
+    if fill + len(text) > len(chunk):
+        return -len(text)
+    chunk[fill:fill + len(text)] = text
+    return fill + len(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(batches=st.lists(st.tuples(st.lists(st.one_of(st.none(), st.integers(0, 30)), min_size=1, max_size=8),
+                                  st.one_of(st.none(), st.integers(0, 30))), max_size=12),
+       cap=st.sampled_from([1, 2, 3, 5, 8, 10**6]), chunk_bytes=st.sampled_from([1, 3, 8, 64, 1 << 20]))
+def test_renderings_held_in_runs_come_out_as_one_sorted_list_gives_them(batches, cap, chunk_bytes):
+    """With `into`, the renderings of records that come in order are written one after another
+    into chunks (a rendering bigger than a chunk gets one of its own) and given out as views of
+    them: joined, batch by batch, the bytes of the reference's renderings; the late and forced
+    counts the same."""
+    decoder = _Quiet()
+    order, reference = TimeOrder(decoder, cap=cap, every=1, into=_into, chunk_bytes=chunk_bytes), _OneList(cap)
+    n = 0
+
+    def text(numbers):
+        return b"".join(f"{k};".encode() for k in numbers)
+
+    for times, now in batches:
+        batch = []
+        for ts in times:
+            n += 1
+            batch.append({"ts_ns": ts, "n": n})
+        decoder.now_ns = now
+        out = order.feed(batch, lambda r: f"{r['n']};".encode())
+        assert b"".join(out) == text(reference.feed(batch, now))
+    assert b"".join(order.finish()) == text(reference._release(len(reference.times)))
+    assert (order.late, order.forced) == (reference.late, reference.forced)
+
+
+def test_a_record_into_writes_nothing_for_is_dropped():
+    decoder = _Quiet()
+    order = TimeOrder(decoder, cap=10**6, every=1, into=_into, chunk_bytes=4)
+    decoder.now_ns = 10
+    out = order.feed([{"ts_ns": 1, "n": 1}, {"ts_ns": 2, "n": 0}, {"ts_ns": 3, "n": 3}], lambda r: None)
+    assert b"".join(out) == b"1;3;" and order.seq == 2
+
+
+@pytest.mark.parametrize("chunk_bytes", [16, 4096, 1 << 20])
+def test_runs_stay_right_past_the_forgetting_of_what_was_given_out(chunk_bytes):
+    """Thousands of records, some late, released a few hundred at a time: what was given out is
+    forgotten (and its chunks let go) now and then, and every view given out, kept to the end,
+    still holds what it held."""
+    decoder = _Quiet()
+    order, reference = TimeOrder(decoder, cap=10**6, every=1, into=_into, chunk_bytes=chunk_bytes), _OneList(10**6)
+    given, expected, n = [], [], 0
+    for step in range(60):
+        batch = []
+        for k in range(200):
+            n += 1
+            ts = step * 200 + k - (150 if k % 50 == 7 else 0)  # every fiftieth comes late
+            batch.append({"ts_ns": ts, "n": n})
+        decoder.now_ns = step * 200 - 300
+        given += order.feed(batch, lambda r: f"{r['n']};".encode())
+        expected += reference.feed(batch, decoder.now_ns)
+    given += order.finish()
+    expected += reference._release(len(reference.times))
+    assert order.late == reference.late
+    assert b"".join(given) == b"".join(f"{k};".encode() for k in expected)
+    assert sorted(expected) == list(range(1, n + 1))
+
+
 # -- connection ends --------------------------------------------------------------------------------
 
 def test_a_port_reuses_end_is_timed_by_the_reusing_syn_however_records_are_batched(tmp_path, capfdbinary):
