@@ -21,7 +21,9 @@ cdef class TimeOrder:
     cdef public object decoder
     cdef public object every
     cdef public Py_ssize_t cap
-    cdef public list times
+    cdef public object times
+    cdef long long[:] time_at
+    cdef public Py_ssize_t n_times
     cdef public list held
     cdef public Py_ssize_t start
     cdef public Py_ssize_t seq
@@ -35,15 +37,16 @@ cdef class TimeOrder:
     cdef public list late_held
     cdef public _Runs runs
 
-    @cython.locals(held=list, times=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong,
+    @cython.locals(held=list, seq=Py_ssize_t, top=cython.longlong, ts=cython.longlong,
                    count=Py_ssize_t, at=Py_ssize_t, record=Record, runs=_Runs)
     cpdef list feed(self, list batch, object render=*)
     cpdef list finish(self)
+    cdef _time(self, long long ts)
     cpdef Py_ssize_t _interval(self)
-    @cython.locals(times=list, late_times=list, end=Py_ssize_t, late_end=Py_ssize_t)
+    @cython.locals(late_times=list, end=Py_ssize_t, late_end=Py_ssize_t)
     cdef list _release_oldest(self, Py_ssize_t count)
-    @cython.locals(start=Py_ssize_t, held=list, times=list, late_held=list, late_times=list, out=list,
-                   at=Py_ssize_t, stop=Py_ssize_t, i=Py_ssize_t)
+    @cython.locals(start=Py_ssize_t, held=list, late_held=list, late_times=list, out=list,
+                   at=Py_ssize_t, stop=Py_ssize_t, i=Py_ssize_t, time_at="long long[:]")
     cpdef list _release(self, Py_ssize_t end, Py_ssize_t late_end)
     cdef list _held(self, Py_ssize_t start, Py_ssize_t end)
 

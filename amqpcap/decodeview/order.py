@@ -116,7 +116,12 @@ class TimeOrder:
         self.decoder = decoder
         self.every = every
         self.cap = max(1, cap)
-        self.times: list[int] = []  # of the held records, sorted from `start` on; before it: written
+        # The times of the held records (the first n_times of `times`), sorted from `start` on;
+        # before it: written. Machine integers, not the records' int objects: those would be
+        # freed long after their records, one by one, cold.
+        self.times = array("q", bytes(8 * 1024))
+        self.time_at = self.times  # (compiled: a typed view of it)
+        self.n_times = 0
         self.held: list = []  # their renderings, in the same order (with `into`: held by `runs`)
         self.runs = _Runs(into, chunk_bytes) if into is not None else None
         self.start = 0
@@ -135,19 +140,19 @@ class TimeOrder:
         batches the decoder's state holds exactly the records still to come): the renderings
         (`render(record)`; None is dropped; with `into`, runs of them as memoryviews) that can be
         written now, in order. (A dict of a record is taken too, as its Record.)"""
-        held, times, runs = self.held, self.times, self.runs
+        held, runs = self.held, self.runs
         seq = self.seq
-        top = times[-1] if len(times) > self.start else -1  # the latest time held
+        top = self.time_at[self.n_times - 1] if self.n_times > self.start else -1  # the latest time held
         for item in batch:
             record = as_record(item)
-            stamp = record.ts_ns  # (held as the record's own int: compiled, ts is a C copy of it)
+            stamp = record.ts_ns
             if stamp is None:  # damage at the very end of a file with no packet after it
                 stamp = top if top >= 0 else (self.last or 0)
-            ts = stamp
+            ts = stamp  # (compiled: a C long long)
             if runs is not None and ts >= top:
                 if runs.add(record):
                     seq += 1
-                    times.append(stamp)
+                    self._time(ts)
                     top = ts
                 continue
             rendered = render(record)
@@ -155,7 +160,7 @@ class TimeOrder:
                 continue
             seq += 1
             if ts >= top:
-                times.append(stamp)
+                self._time(ts)
                 held.append(rendered)
                 top = ts
             else:
@@ -163,7 +168,7 @@ class TimeOrder:
                 self.late_times.insert(at, stamp)
                 self.late_held.insert(at, rendered)
         self.seq = seq
-        count = len(times) - self.start + len(self.late_held)
+        count = self.n_times - self.start + len(self.late_held)
         if count > self.most:
             self.most = count
         out: list = []
@@ -177,16 +182,26 @@ class TimeOrder:
             self.next_check, self.checked_at = seq + self._interval(), now
             low = low_watermark(self.decoder)
             if low is not None:
-                out = self._release(bisect.bisect_right(times, low, self.start),
+                out = self._release(bisect.bisect_right(self.times, low, self.start, self.n_times),
                                     bisect.bisect_right(self.late_times, low))
-                count = len(times) - self.start + len(self.late_held)
+                count = self.n_times - self.start + len(self.late_held)
         if count > self.cap:  # full: the oldest go, whatever the watermark says
             self.forced += count - self.cap
             out += self._release_oldest(count - self.cap)
         return out
 
     def finish(self) -> list:
-        return self._release(len(self.times), len(self.late_held))
+        return self._release(self.n_times, len(self.late_held))
+
+    def _time(self, ts: int) -> None:
+        """A held record's time, after the others."""
+        if self.n_times == len(self.times):
+            times = array("q", bytes(16 * self.n_times))
+            times[:self.n_times] = self.times
+            self.times = times
+            self.time_at = times
+        self.time_at[self.n_times] = ts
+        self.n_times += 1
 
     def _interval(self) -> int:
         if self.every is not None:
@@ -199,12 +214,12 @@ class TimeOrder:
 
     def _release_oldest(self, count: int) -> list:
         """The `count` oldest held renderings, in order."""
-        times, late_times = self.times, self.late_times
+        late_times = self.late_times
         if not late_times:
             return self._release(self.start + count, 0)
         end, late_end = self.start, 0
         while count > 0:  # (a merge of the two lists' fronts, the late record after its ties)
-            if late_end < len(late_times) and (end == len(times) or late_times[late_end] < times[end]):
+            if late_end < len(late_times) and (end == self.n_times or late_times[late_end] < self.time_at[end]):
                 late_end += 1
             else:
                 end += 1
@@ -214,7 +229,7 @@ class TimeOrder:
     def _release(self, end: int, late_end: int) -> list:
         """The held renderings before index `end` of the first list and `late_end` of the late
         one, merged in order."""
-        held, times, start = self.held, self.times, self.start
+        held, times, start = self.held, self.times, self.start  # (times: bisect's, with bounds)
         late_held, late_times = self.late_held, self.late_times
         if end <= start and late_end == 0:
             return []
@@ -223,7 +238,7 @@ class TimeOrder:
             if end > start:
                 self.late += bisect.bisect_left(times, last, start, end) - start
             self.late += bisect.bisect_left(late_times, last, 0, late_end)
-        final = times[end - 1] if end > start else late_times[late_end - 1]
+        final = self.time_at[end - 1] if end > start else late_times[late_end - 1]
         if late_end == 0:
             out = self._held(start, end)
         else:
@@ -242,12 +257,15 @@ class TimeOrder:
             del late_held[:late_end]
             del late_times[:late_end]
         self.last = final if last is None or final > last else last
-        if end > 4096 and end * 2 > len(times):
+        if end > 4096 and end * 2 > self.n_times:
             if self.runs is not None:
                 self.runs.forget(end)
             else:
                 del held[:end]
-            del times[:end]
+            time_at = self.time_at
+            for i in range(self.n_times - end):  # (in place: the typed view keeps `times` from being resized)
+                time_at[i] = time_at[end + i]
+            self.n_times -= end
             end = 0
         self.start = end
         return out

@@ -207,13 +207,13 @@ def test_a_record_into_writes_nothing_for_is_dropped():
     assert b"".join(out) == b"1;3;" and order.seq == 2
 
 
-@pytest.mark.parametrize("chunk_bytes", [16, 4096, 1 << 20])
-def test_runs_stay_right_past_the_forgetting_of_what_was_given_out(chunk_bytes):
+@pytest.mark.parametrize("into, chunk_bytes", [(_into, 16), (_into, 4096), (_into, 1 << 20), (None, 0)])
+def test_the_order_stays_right_past_the_forgetting_of_what_was_given_out(into, chunk_bytes):
     """Thousands of records, some late, released a few hundred at a time: what was given out is
-    forgotten (and its chunks let go) now and then, and every view given out, kept to the end,
-    still holds what it held."""
+    forgotten now and then (the times, the renderings, the chunks of runs), and every rendering
+    or view given out, kept to the end, still holds what it held."""
     decoder = _Quiet()
-    order, reference = TimeOrder(decoder, cap=10**6, every=1, into=_into, chunk_bytes=chunk_bytes), _OneList(10**6)
+    order, reference = TimeOrder(decoder, cap=10**6, every=1, into=into, chunk_bytes=chunk_bytes), _OneList(10**6)
     given, expected, n = [], [], 0
     for step in range(60):
         batch = []
