@@ -187,8 +187,7 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
                                                                 state["syn"], state["order"])
         half.pending = [(o, order, d, ts, index(c), r) for o, order, d, ts, c, r in state["pending"]]
         half.pending_bytes = state["pending_bytes"]
-        half.recent = collections.deque(tuple(r) for r in state["recent"])
-        half.recent_bytes = state["recent_bytes"]
+        # (no delivered bytes kept: a state has none, "recent" is always empty, see _half)
         half.packets, half.bytes = state["packets"], state["bytes"]
         half.duplicate_bytes, half.hole_acks = state["duplicate_bytes"], state["hole_acks"]
     amqp = data["amqp"]

@@ -23,6 +23,10 @@ cdef class HalfStream:
     cdef public long long pending_bytes
     cdef public long long fin
     cdef public object recent
+    cdef public object recent_starts
+    cdef long long[:] recent_at
+    cdef public Py_ssize_t recent_first
+    cdef public Py_ssize_t recent_end
     cdef public long long recent_bytes
     cdef public long long order
     cdef public bint syn
@@ -38,7 +42,10 @@ cdef class HalfStream:
     cpdef on_segment(self, long long seq, bytes data, bint fin, long long ts_ns, int capture, long long record)
     cpdef on_ack_from_peer(self, long long ack)
     cpdef flush(self, long long ts_ns)
+    @cython.locals(recent=object)
     cpdef _deliver(self, long long start, bytes data, long long ts_ns, int capture, long long record)
+    @cython.locals(first=Py_ssize_t, kept=Py_ssize_t, i=Py_ssize_t, at="long long[:]")
+    cdef _room(self)
     @cython.locals(start=cython.longlong)
     cpdef _drain(self)
     @cython.locals(seen=cython.longlong)
@@ -46,7 +53,7 @@ cdef class HalfStream:
     @cython.locals(start=cython.longlong)
     cpdef _skip_to_pending(self)
     @cython.locals(end=cython.longlong, differing=cython.longlong, chunk_start=cython.longlong,
-                   chunk_end=cython.longlong, lo=cython.longlong, hi=cython.longlong)
+                   chunk_end=cython.longlong, lo=cython.longlong, hi=cython.longlong, at=Py_ssize_t)
     cpdef _compare(self, long long start, bytes data, long long ts_ns)
 
 

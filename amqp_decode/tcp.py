@@ -16,6 +16,7 @@ conflict(direction, offset, size, ts_ns) and, once, end(reason, ts_ns).
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections import deque
 from typing import Callable
 
@@ -60,8 +61,8 @@ class HalfStream:
     """One direction of a connection."""
 
     __slots__ = ("direction", "sink", "window", "base", "next", "pending", "pending_bytes", "fin",
-                 "recent", "recent_bytes", "order", "syn", "packets", "bytes", "duplicate_bytes",
-                 "hole_acks")
+                 "recent", "recent_starts", "recent_at", "recent_first", "recent_end", "recent_bytes", "order",
+                 "syn", "packets", "bytes", "duplicate_bytes", "hole_acks")
 
     def __init__(self, direction: int, sink: StreamSink, window: int) -> None:
         self.direction = direction
@@ -72,7 +73,14 @@ class HalfStream:
         self.pending: list[tuple[int, int, bytes, int, int, int]] = []  # (offset, order, data, ts, capture, record)
         self.pending_bytes = 0
         self.fin = NONE  # stream offset of the FIN
-        self.recent: deque[tuple[int, bytes]] = deque()
+        # The delivered segments kept to compare retransmissions with, and their stream offsets
+        # (recent_starts[recent_first:recent_end]): machine integers, not a tuple and an int per
+        # segment, which were freed 64 KB of the direction later, or after a closed connection's
+        # grace, one by one, cold.
+        self.recent: deque[bytes] = deque()
+        self.recent_starts = array("q", bytes(8 * 8))
+        self.recent_at = self.recent_starts  # (compiled: a typed view of it)
+        self.recent_first = self.recent_end = 0
         self.recent_bytes = 0
         self.order = 0
         self.syn = False
@@ -136,11 +144,32 @@ class HalfStream:
     def _deliver(self, start: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
         self.next = start + len(data)
         self.bytes += len(data)
-        self.recent.append((start, data))
+        recent = self.recent
+        recent.append(data)
+        if self.recent_end == len(self.recent_starts):
+            self._room()
+        self.recent_at[self.recent_end] = start
+        self.recent_end += 1
         self.recent_bytes += len(data)
-        while self.recent_bytes > _RECENT_BYTES and len(self.recent) > 1:
-            self.recent_bytes -= len(self.recent.popleft()[1])
+        while self.recent_bytes > _RECENT_BYTES and len(recent) > 1:
+            self.recent_bytes -= len(recent.popleft())
+            self.recent_first += 1
         self.sink.data(self.direction, start, data, ts_ns, capture, record)
+
+    def _room(self) -> None:
+        """Room for one more stream offset of a kept segment: those before recent_first moved
+        out of the way, or a larger array."""
+        first, kept = self.recent_first, self.recent_end - self.recent_first
+        if first * 2 >= self.recent_end:
+            at = self.recent_at
+            for i in range(kept):  # (in place: the typed view keeps the array from being resized)
+                at[i] = at[first + i]
+        else:
+            starts = array("q", bytes(16 * len(self.recent_starts)))
+            starts[:kept] = self.recent_starts[first:self.recent_end]
+            self.recent_starts = starts
+            self.recent_at = starts
+        self.recent_first, self.recent_end = 0, kept
 
     def _drain(self) -> None:
         self.hole_acks = 0
@@ -172,7 +201,10 @@ class HalfStream:
     def _compare(self, start: int, data: bytes, ts_ns: int) -> None:
         """A retransmission must repeat what was delivered; report bytes that differ."""
         end, differing = start + len(data), 0
-        for chunk_start, chunk in self.recent:
+        at = self.recent_first
+        for chunk in self.recent:
+            chunk_start = self.recent_at[at]
+            at += 1
             chunk_end = chunk_start + len(chunk)
             if chunk_end <= start or chunk_start >= end:
                 continue

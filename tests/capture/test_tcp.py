@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment, packed_columns, segments_from_packed
-from amqp_decode.tcp import HOLE_ACKS, SEQ_MOD, StreamSink, TcpTracker
+from amqp_decode.tcp import HOLE_ACKS, RECENT_BYTES, SEQ_MOD, StreamSink, TcpTracker
 
 A, B = (b"\x0a\x00\x00\x01", 40000), (b"\x0a\x00\x00\x02", 5672)
 
@@ -83,6 +85,52 @@ def test_retransmission_with_other_bytes_is_reported_first_copy_kept():
     h.tracker.finish()
     assert h.sinks[0].stream() == b"abcdef"
     assert ("conflict", 0, 2, 2) in h.sinks[0].events
+
+
+def _kept(segments: list[tuple[int, bytes]]) -> dict[int, int]:
+    """Reference: stream offset -> byte of the delivered segments a retransmission is compared
+    with: the latest whose sizes add up to at most RECENT_BYTES, and always the last one."""
+    kept, size = [], 0
+    for segment in segments:
+        kept.append(segment)
+        size += len(segment[1])
+        while size > RECENT_BYTES and len(kept) > 1:
+            size -= len(kept.pop(0)[1])
+    return {offset + i: byte for offset, data in kept for i, byte in enumerate(data)}
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(sizes=st.lists(st.one_of(st.integers(1, 9000), st.integers(60000, 70000)), min_size=1, max_size=60),
+       gaps=st.sets(st.integers(0, 59), max_size=4), back=st.integers(1, 2 * RECENT_BYTES),
+       length=st.integers(1, 2 * RECENT_BYTES), stride=st.integers(1, 7))
+@example(sizes=[100] * 40 + [9000] * 20, gaps={5, 33}, back=70000, length=2 * RECENT_BYTES, stride=3)
+@example(sizes=[1, 700, 3000, 65000, 2, 9000] * 10, gaps={0, 17, 40}, back=2 * RECENT_BYTES, length=90000, stride=1)
+def test_a_retransmission_is_compared_with_the_bytes_kept_however_many_segments_passed(sizes, gaps, back, length,
+                                                                                       stride):
+    """Segments delivered (some after a hole declared never captured), each followed by a
+    retransmission of earlier bytes with every stride-th one changed: the bytes reported as
+    differing are those changed among the bytes still kept (the latest segments adding up to
+    RECENT_BYTES at most, at least the last), however the kept ones were cut."""
+    h = Harness(window=0)
+    handshake(h)
+    seq, delivered, offset, stream = 1001, [], 0, {}
+    for i, size in enumerate(sizes):
+        if i in gaps:  # a hole: the window (none) overflows at once, the hole becomes a gap
+            seq, offset = seq + 7, offset + 7
+        data = bytes((i * 31 + k) % 251 for k in range(size))
+        h.send(A, B, seq, data)
+        delivered.append((offset, data))
+        stream.update((offset + k, b) for k, b in enumerate(data))
+        seq, offset = seq + size, offset + size
+        start = max(0, offset - back)
+        original = bytes(stream.get(start + k, 0) for k in range(min(length, offset - start)))
+        again = bytes(b ^ 0xFF if k % stride == 0 else b for k, b in enumerate(original))
+        before = len(h.sinks[0].events)
+        h.send(A, B, 1001 + start, again)  # (sequence numbers are stream offsets + 1001, holes included)
+        kept = _kept(delivered)
+        expected = sum(1 for k, b in enumerate(again) if start + k in kept and kept[start + k] != b)
+        conflicts = [e for e in h.sinks[0].events[before:] if e[0] == "conflict"]
+        assert conflicts == ([("conflict", 0, start, expected)] if expected else [])
 
 
 def test_sequence_numbers_wrap_around():
