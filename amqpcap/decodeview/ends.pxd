@@ -15,6 +15,8 @@ cdef class _Facts:
 
 cdef class ConnectionEnds:
     cdef public dict facts
+    cdef object last_connection
+    cdef _Facts last_facts
 
     @cython.locals(facts=_Facts)
     cpdef version(self, object connection)

@@ -35,6 +35,9 @@ class ConnectionEnds:
 
     def __init__(self) -> None:
         self.facts: dict[str, _Facts] = {}
+        # the last connection's facts, by its id object: records come in runs of a connection's
+        self.last_connection = None
+        self.last_facts: _Facts | None = None
 
     def version(self, connection: str | None) -> str | None:
         facts = self.facts.get(connection)
@@ -46,9 +49,13 @@ class ConnectionEnds:
         connection = record.connection
         if connection is None:
             return
-        facts = self.facts.get(connection)
-        if facts is None:
-            facts = self.facts[connection] = _Facts(record.tcp_stream)
+        if connection is self.last_connection:
+            facts = self.last_facts
+        else:
+            facts = self.facts.get(connection)
+            if facts is None:
+                facts = self.facts[connection] = _Facts(record.tcp_stream)
+            self.last_connection, self.last_facts = connection, facts
         kind = record.kind
         client = record.dir == CLIENT_TO_SERVER  # (the decoder's own string: equal by identity, not compared)
         if client and kind != "issue":
@@ -103,6 +110,7 @@ class ConnectionEnds:
         the decoder was at when it ended the connection."""
         record = as_record(value)
         summary = record.summary
+        self.last_connection = self.last_facts = None
         facts = self.facts.pop(record.connection, None) or _Facts()
         status = summary["status"]
         if status not in ("amqp", "tls"):

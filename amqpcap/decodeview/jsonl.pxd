@@ -29,6 +29,8 @@ cdef class LineWriter:
     cdef public Py_ssize_t capacity
     cdef public Py_ssize_t n
     cdef public dict kinds, methods, classes, to_server, to_client, undirected
+    cdef object link_connection, link_client, link_server, link_direction
+    cdef bytes link_piece
     cdef public object capture
     cdef public bytes capture_piece
     cdef public object float_value

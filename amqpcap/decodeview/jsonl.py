@@ -87,6 +87,9 @@ class LineWriter:
         self.to_server: dict = {}
         self.to_client: dict = {}
         self.undirected: dict = {}  # (a connection's end has no direction)
+        # the last link (a connection's id and endpoints are strings: an object of its own matches none)
+        self.link_connection = self.link_client = self.link_server = self.link_direction = object()
+        self.link_piece = b""
         self.capture = None  # the last capture named, and its run: ,"capture":"...","pcap_record":
         self.capture_piece = _CAPTURE + _NULL + _PCAP_RECORD
         self.float_value = None  # the last time written, and its JSON (a packet's records share it)
@@ -229,7 +232,12 @@ class LineWriter:
 
     def _link(self, connection, client, server, direction) -> bytes:
         ""","connection":...,"client":...,"server":...,"dir":...,"channel": remembered by the
-        connection's id, per direction (or none), while its endpoints stay the same."""
+        connection's id, per direction (or none), while its endpoints stay the same; the last one
+        also by the very objects it was made from (records come in runs of a connection's, which
+        then need no lookup in a table of thousands)."""
+        if connection is self.link_connection and client is self.link_client and server is self.link_server \
+                and direction is self.link_direction:
+            return self.link_piece
         if type(connection) is not str or type(client) is not str or type(server) is not str:
             return _render_link(connection, client, server, direction)
         if direction == _TO_SERVER:
@@ -242,11 +250,14 @@ class LineWriter:
             return _render_link(connection, client, server, direction)
         entry = links.get(connection)
         if entry is not None and entry[0] == client and entry[1] == server:
-            return entry[2]
-        piece = _render_link(connection, client, server, direction)
-        if len(links) >= _PIECES_HELD:
-            links.clear()
-        links[connection] = (client, server, piece)
+            piece = entry[2]
+        else:
+            piece = _render_link(connection, client, server, direction)
+            if len(links) >= _PIECES_HELD:
+                links.clear()
+            links[connection] = (client, server, piece)
+        self.link_connection, self.link_client, self.link_server = connection, client, server
+        self.link_direction, self.link_piece = direction, piece
         return piece
 
     # -- writing ---------------------------------------------------------------------------------
