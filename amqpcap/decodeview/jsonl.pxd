@@ -37,7 +37,7 @@ cdef class LineWriter:
     cdef public bytes float_text
 
     cpdef line(self, Record record)
-    @cython.locals(n=Py_ssize_t, line=bytes)
+    @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t line_into(self, Record record, bytearray chunk, Py_ssize_t fill) except? -1
     @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t, tail=bytes)
     cdef bint _write(self, Record record) except -1
@@ -69,5 +69,5 @@ cdef inline long long _int64(object value):
     return _INT64_MIN if overflow else result
 
 
-@cython.locals(line=bytes)
 cpdef Py_ssize_t json_line_into(object record, bytearray chunk, Py_ssize_t fill) except? -1
+cdef Py_ssize_t _line_into(bytes line, bytearray chunk, Py_ssize_t fill) except? -1

@@ -105,12 +105,7 @@ class LineWriter:
         """The record's line written into `chunk` from `fill` on: the new fill, or -(its size)
         when it does not fit (amqpcap.decodeview.order.TimeOrder's `into`)."""
         if not self._write(record):
-            line = reference_line(record)
-            n = len(line)
-            if fill + n > len(chunk):
-                return -n
-            chunk[fill:fill + n] = line
-            return fill + n
+            return _line_into(reference_line(record), chunk, fill)
         n = self.n
         if fill + n > len(chunk):
             return -n
@@ -389,7 +384,11 @@ def json_line_into(record, chunk: bytearray, fill: int) -> int:
     """json_line's line written into `chunk` from `fill` on (LineWriter.line_into)."""
     if type(record) is Record:
         return _WRITER.line_into(record, chunk, fill)
-    line = reference_line(record)
+    return _line_into(reference_line(record), chunk, fill)
+
+
+def _line_into(line: bytes, chunk: bytearray, fill: int) -> int:
+    """A line made apart written into `chunk` from `fill` on, as LineWriter.line_into writes its own."""
     if fill + len(line) > len(chunk):
         return -len(line)
     chunk[fill:fill + len(line)] = line

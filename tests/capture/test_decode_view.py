@@ -148,16 +148,23 @@ def test_the_time_order_is_one_sorted_list_with_late_records_inserted(batches, c
     each record is inserted in its place."""
     decoder = _Quiet()
     order, reference = TimeOrder(decoder, cap=cap, every=1), _OneList(cap)
+    for batch, now in _numbered(batches):
+        decoder.now_ns = now
+        assert order.feed(batch, lambda r: r["n"]) == reference.feed(batch, now)
+    assert order.finish() == reference._release(len(reference.times))
+    assert (order.late, order.forced) == (reference.late, reference.forced)
+
+
+def _numbered(batches):
+    """(batch of records {"ts_ns", "n"}, the watermark after it) for (times, watermark) pairs,
+    the records numbered from 1 across the batches."""
     n = 0
     for times, now in batches:
         batch = []
         for ts in times:
             n += 1
             batch.append({"ts_ns": ts, "n": n})
-        decoder.now_ns = now
-        assert order.feed(batch, lambda r: r["n"]) == reference.feed(batch, now)
-    assert order.finish() == reference._release(len(reference.times))
-    assert (order.late, order.forced) == (reference.late, reference.forced)
+        yield batch, now
 
 
 def _into(record, chunk, fill):
@@ -182,16 +189,11 @@ def test_renderings_held_in_runs_come_out_as_one_sorted_list_gives_them(batches,
     counts the same."""
     decoder = _Quiet()
     order, reference = TimeOrder(decoder, cap=cap, every=1, into=_into, chunk_bytes=chunk_bytes), _OneList(cap)
-    n = 0
 
     def text(numbers):
         return b"".join(f"{k};".encode() for k in numbers)
 
-    for times, now in batches:
-        batch = []
-        for ts in times:
-            n += 1
-            batch.append({"ts_ns": ts, "n": n})
+    for batch, now in _numbered(batches):
         decoder.now_ns = now
         out = order.feed(batch, lambda r: f"{r['n']};".encode())
         assert b"".join(out) == text(reference.feed(batch, now))
