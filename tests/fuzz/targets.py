@@ -8,8 +8,10 @@ recognised by a function in `known` and tolerated here until it is fixed (none i
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import struct
 import tempfile
 from collections import Counter
@@ -138,6 +140,9 @@ SETTINGS = {
 }
 
 _TMP = tempfile.mkdtemp(prefix="amqpcap-fuzz-")
+# Removed when the interpreter exits; a process ended by libFuzzer skips this, so the atheris test
+# points TMPDIR at its own temporary directory.
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
 def decode_capture(data: bytes, settings: str = "default", name: str = "mutant.pcap") -> tuple[list, object]:

@@ -37,7 +37,7 @@ def test_atheris(harness_name, tmp_path):
     if harness.SECONDS is None:
         command.append("-seed=1")
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=seconds + 120, env={**os.environ, "PYTHONHASHSEED": "0"})
+                            timeout=seconds + 120, env={**os.environ, "PYTHONHASHSEED": "0", "TMPDIR": str(tmp_path)})
     artifacts = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-", "leak-")))
     if result.returncode != 0 or artifacts:
         saved = []
