@@ -103,7 +103,6 @@ cdef class TableColumns:
     cdef public Py_ssize_t held
     cdef readonly dict buffers
     cdef readonly dict tables
-    cdef readonly dict taps
 
     @cython.locals(buffer=ColumnBuffer, typed=TypedRow)
     cpdef add(self, object table, object row)

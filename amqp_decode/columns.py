@@ -351,7 +351,6 @@ class TableColumns:
         columns = TableColumns(names_of, full, batch_rows=10_000, held_rows=40_000)
         columns.add(table, row)  # when `table` holds batch_rows rows: full(table); when the tables
                                  # together hold held_rows rows, full(the table holding the most)
-        columns.taps[table.name] = see  # see(table, row) too, for this table's rows only
 
     `names_of(table)`: the columns to gather a table's rows in (asked once per table). `full`
     takes the table's rows (its buffer's `take`). Without the budget across tables, a task would
@@ -368,7 +367,6 @@ class TableColumns:
         self.held = 0  # rows added since the budget was last checked, and those held then
         self.buffers: dict = {}  # table name -> ColumnBuffer
         self.tables: dict = {}  # table name -> the table
-        self.taps: dict = {}  # table name -> what also sees its rows
 
     def add(self, table, row) -> None:
         """`row`: a dict, or a TypedRow whose values come in the order of the names asked for it."""
@@ -383,10 +381,6 @@ class TableColumns:
         else:
             typed = row
             buffer.add_values(typed.column_values())
-        if self.taps:
-            tap = self.taps.get(name)
-            if tap is not None:
-                tap(table, row)
         if buffer.size >= self.batch_rows:
             self.full(table)
         self.held += 1

@@ -102,9 +102,11 @@ class TableFiles:
                                     held_rows if held_rows is not None else HELD_BATCHES * batch_rows,
                                     kinds_of=lambda table: self.layouts[table.name].kinds)
         # add(table, row): compiled, straight into the table's columns (every row a decode task makes
-        # comes this way; this class's Python runs once per batch). `columns.taps` lets another
-        # consumer see some tables' rows too.
+        # comes this way; this class's Python runs once per batch).
         self.add = self.columns.add
+        # table name -> see(name, dates, batch): another consumer of that table's rows, a batch at
+        # a time as they are written (their dates, then the batch of the table's columns less date)
+        self.taps: dict = {}
 
     def _names(self, table: Table) -> tuple:
         layout = self.layouts[table.name] = _Layout(table)
@@ -168,6 +170,9 @@ class TableFiles:
     def _write(self, name: str, dates: list, batch: pa.RecordBatch) -> None:
         """A batch of a table's rows to its files, by `dates` (each row's)."""
         table = TABLES[name]
+        tap = self.taps.get(name)
+        if tap is not None:
+            tap(name, dates, batch)
         for date, part in _by_day(dates, batch):
             day = date.isoformat()
             key = (name, day)

@@ -1,24 +1,15 @@
 # Types for the compiled build of message_flows.py (Cython pure Python mode): the .py is the source.
 cimport cython
-from amqp_decode.rows cimport TableRow
 
-cdef Py_ssize_t _MESSAGE_ID, _BODY_SHA256, _EXCHANGE, _ROUTING_KEY, _PUBLISHED_NS, _DELIVERED_NS
-
-
-cdef class SideParts:
+cdef class KeyParts:
     cdef readonly Py_ssize_t parts
-    cdef readonly object add
     cdef readonly dict keys
     cdef readonly Py_ssize_t keys_held
-    cdef readonly list publish_places
-    cdef readonly list delivery_places
 
-    cpdef see(self, object table, object row)
-    @cython.locals(typed=TableRow, values=tuple, side=list, places=list, i=Py_ssize_t, key=str, part=object)
-    cpdef side(self, object row, bint is_delivery)
+    @cython.locals(by_part=dict, cache=dict, i=Py_ssize_t, key=str, part=object, rows=list)
+    cpdef dict rows_by_part(self, list keys)
 
 
-cdef list _places(object names)
 cdef str _key(object message_id, object body_sha256, object exchange, object routing_key)
 
 

@@ -13,7 +13,9 @@ This module is the rule, Spark-free: `flows(sides)` takes one key's publishes an
 of the `publishes` and `deliveries` tables, sorted by `side_order`) and yields `message_flows`
 rows. The job's message_flows tasks (pipelines.stages.flows) run the same rule (`_pair`) over
 many keys' sides given as columns (`flow_pairs`), and make the rows in Arrow, column by column
-(`arrow_flows`, the twin of `_row`): only the columns the rule reads become Python values.
+(`arrow_flows`, the twin of `_row`): only the columns the rule reads become Python values. The
+sides reach those tasks staged by the decode tasks, under their keys made column by column
+(`arrow_keys`, the twin of `_key`), each in its part of the key space (`KeyParts`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from typing import Iterable, Iterator
 from zlib import crc32
 
 from amqp_decode.analytics.common import micros
-from amqp_decode.rows import TableRow
-from amqp_decode.tables import DELIVERIES, PUBLISHES
 
 # The columns of each side the rule and its rows need.
 PUBLISH_COLUMNS = ("date", "capture", "source", "provisional", "connection", "channel", "message_key", "published_ns",
@@ -38,56 +38,35 @@ DELIVERY_COLUMNS = ("date", "capture", "source", "provisional", "connection", "c
 SIDE_COLUMNS = tuple(sorted(set(PUBLISH_COLUMNS) | set(DELIVERY_COLUMNS)))
 
 
-class SideParts:
-    """`publishes` and `deliveries` rows as their staged match sides: (key, time, is_delivery, then
-    SIDE_COLUMNS), each handed to `add(part, side)` with the part of the key space its key falls in
-    (a stable hash: CRC-32 of the key, modulo `parts`). Compiled: no Python step per row on a decode
-    task's way to its tables; a typed row (amqp_decode.analytics.table_rows) gives its values in one
-    call, where reading its columns one by one by name cost ~3,000 instructions each."""
+class KeyParts:
+    """Which part of the key space each match key falls in: CRC-32 of the key, modulo `parts`, the
+    same in every task and run. Compiled: a decode task's publishes and deliveries are staged as
+    their match sides a batch at a time (pipelines.stages.flows), and only this step of it is a loop
+    over the rows."""
 
-    def __init__(self, parts: int, add, keys_held: int = 16_384) -> None:
+    def __init__(self, parts: int, keys_held: int = 16_384) -> None:
         self.parts = parts
-        self.add = add
         # key -> part, so that a message's later sides skip the hash; cleared when full, for a
         # task's memory must not grow with its input (a message's sides come close together)
         self.keys: dict[str, int] = {}
         self.keys_held = keys_held
-        # where each of SIDE_COLUMNS is in a publishes and a deliveries row's values (-1: not a column)
-        self.publish_places = _places(PUBLISHES.names)
-        self.delivery_places = _places(DELIVERIES.names)
 
-    def see(self, table, row) -> None:
-        """One row (a mapping of its table's columns) of `table`: `deliveries`, else `publishes` (a
-        table writer's tap, amqp_decode.columns.TableColumns.taps)."""
-        self.side(row, table is DELIVERIES)
-
-    def side(self, row, is_delivery: bool) -> None:
-        """One row of `deliveries` when `is_delivery`, else of `publishes`: a typed row
-        (its `column_values` in the table's column order) or any mapping of the columns."""
-        if isinstance(row, TableRow):
-            typed = row
-            values = typed.column_values()
-            places = self.delivery_places if is_delivery else self.publish_places
-            side = [values[i] if i >= 0 else None for i in places]
-        else:
-            get = row.get
-            side = [get(name) for name in SIDE_COLUMNS]
-        key = _key(side[_MESSAGE_ID], side[_BODY_SHA256], side[_EXCHANGE], side[_ROUTING_KEY])
-        part = self.keys.get(key)
-        if part is None:
-            if len(self.keys) >= self.keys_held:
-                self.keys.clear()
-            part = self.keys[key] = crc32(key.encode()) % self.parts
-        self.add(part, (key, side[_DELIVERED_NS if is_delivery else _PUBLISHED_NS], is_delivery, *side))
-
-
-def _places(names) -> list:
-    return [names.index(name) if name in names else -1 for name in SIDE_COLUMNS]
-
-
-_MESSAGE_ID, _BODY_SHA256 = SIDE_COLUMNS.index("message_id"), SIDE_COLUMNS.index("body_sha256")
-_EXCHANGE, _ROUTING_KEY = SIDE_COLUMNS.index("exchange"), SIDE_COLUMNS.index("routing_key")
-_PUBLISHED_NS, _DELIVERED_NS = SIDE_COLUMNS.index("published_ns"), SIDE_COLUMNS.index("delivered_ns")
+    def rows_by_part(self, keys: list) -> dict:
+        """{part: [the indexes of `keys` in that part, in order]}"""
+        by_part: dict = {}
+        cache = self.keys
+        for i in range(len(keys)):
+            key = keys[i]
+            part = cache.get(key)
+            if part is None:
+                if len(cache) >= self.keys_held:
+                    cache.clear()
+                part = cache[key] = crc32(key.encode()) % self.parts
+            rows = by_part.get(part)
+            if rows is None:
+                rows = by_part[part] = []
+            rows.append(i)
+        return by_part
 
 
 def flow_key(side: dict) -> str:
@@ -100,6 +79,18 @@ def _key(message_id, body_sha256, exchange, routing_key) -> str:
     if message_id is not None:
         return "id:" + message_id
     return "|".join(p for p in ("body", body_sha256, exchange, routing_key) if p is not None)
+
+
+def arrow_keys(message_id, body_sha256, exchange, routing_key):
+    """`_key` column by column, in Arrow: the match keys of rows given as string columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    def text(value):  # typed: inferring a Python value's type imports pandas (pipelines.worker)
+        return pa.scalar(value, pa.string())
+    by_id = pc.binary_join_element_wise(text("id:"), message_id, text(""))
+    by_body = pc.binary_join_element_wise(text("body"), body_sha256, exchange, routing_key, text("|"),
+                                          null_handling="skip")
+    return pc.if_else(pc.is_valid(message_id), by_id, by_body)
 
 
 def side_time(side: dict) -> int:

@@ -86,7 +86,7 @@ def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: s
             else:
                 tag["source"], tag["provisional"] = row["f"].get("source"), False
                 analytics.frame(row["f"], row.get("m"))
+    files = writer.close()  # (its last batches reach the sides' tap)
     sides.close()
-    files = writer.close()
     if files:
         yield files_batch(files)

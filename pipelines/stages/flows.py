@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import SIDE_COLUMNS, SideParts, arrow_flows, flow_pairs
+from amqp_decode.analytics.message_flows import SIDE_COLUMNS, KeyParts, arrow_flows, arrow_keys, flow_pairs
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, filesystem_of
@@ -61,18 +61,48 @@ class FlowSides:
 
     def __init__(self, staging: str, tag: str, parts: int) -> None:
         filesystem, root = filesystem_of(sides_dir(staging))
-        self.parts = parts
         self.files = StagedFiles(filesystem, SIDES, lambda part: f"{root}/p{part:05d}-{tag}.arrow", FLUSH_ROWS,
                                  HELD_ROWS)
-        self.sides = SideParts(parts, self.files.parts.add)
+        self.parts = KeyParts(parts)
 
     def tap(self, writer) -> None:
-        """Take the publishes and deliveries rows a table writer (pipelines.tablefiles) receives."""
+        """Take the publishes and deliveries rows a table writer (pipelines.tablefiles) writes."""
         for table in (PUBLISHES, DELIVERIES):
-            writer.columns.taps[table.name] = self.sides.see
+            writer.taps[table.name] = self.see
+
+    def see(self, name: str, dates: list, batch: pa.RecordBatch) -> None:
+        """A batch of `deliveries` rows when `name` is that table's, else of `publishes`: their
+        dates (datetime.date), then the table's columns."""
+        sides = side_batch(name == DELIVERIES.name, dates, batch)
+        by_part = self.parts.rows_by_part(sides.column(0).to_pylist())
+        if len(by_part) == 1:
+            self.files.add_batch(next(iter(by_part)), sides)
+            return
+        for part, rows in by_part.items():
+            self.files.add_batch(part, sides.take(pa.array(rows, pa.int32())))
 
     def close(self) -> None:
         self.files.close()
+
+
+def side_batch(is_delivery: bool, dates: list, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Rows of `deliveries` (else `publishes`) as their match sides (SIDES), column by column: their
+    key, time and kind, then SIDE_COLUMNS (null where the table has no such column)."""
+    rows = batch.num_rows
+    first = dates[0] if dates else None
+    names = batch.schema.names
+
+    def column(name: str) -> pa.Array:
+        if name == "date":  # (nearly always one day: not a Python date per row)
+            if dates.count(first) == rows:
+                return pa.repeat(pa.scalar(first, pa.date32()), rows)
+            return pa.array(dates, pa.date32())
+        return batch.column(name) if name in names else pa.nulls(rows, SIDES.field(name).type)
+    columns = {name: column(name) for name in SIDE_COLUMNS}
+    key = arrow_keys(columns["message_id"], columns["body_sha256"], columns["exchange"], columns["routing_key"])
+    time = columns["delivered_ns" if is_delivery else "published_ns"]
+    kind = pa.repeat(pa.scalar(is_delivery, pa.bool_()), rows)
+    return pa.RecordBatch.from_arrays([key, time, kind, *columns.values()], schema=SIDES)
 
 
 def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch_rows: int) -> Iterator[dict]:

@@ -298,23 +298,25 @@ def test_message_flow_matching():
     ], key=str)
 
 
-def test_the_flows_tasks_columns_give_the_rules_rows(monkeypatch):
+def test_the_flows_tasks_columns_give_the_rules_rows(monkeypatch, tmp_path):
     """The job's flows tasks pair sides given as Arrow columns and make the rows in Arrow
     (pipelines.stages.flows.part_flows): the rows the rule (flows) gives from the rows themselves,
     key after key in key order and in the rule's order within a key, with equal values: every
     sample's publishes and deliveries, and crafted ones for what the samples lack (fan-out, twins,
     a redelivery, either side missing, times before 1970, a provisional side, a settled delivery),
-    staged as the decode tasks stage them (the samples' rows typed, as the rules make them, the
-    crafted ones mappings), read from several files in no order, a few keys at a time."""
+    staged as the decode tasks stage them (written by table writers a few rows at a time, the
+    samples' rows typed, as the rules make them, the crafted ones mappings; their sides keyed and
+    staged column by column), by two tasks with the rows dealt at random, a few keys at a time."""
     import datetime
     import random
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from amqp_decode.analytics.message_flows import (DELIVERY_COLUMNS, PUBLISH_COLUMNS, SideParts, flow_key,
-                                                     flows)
+    from amqp_decode.analytics.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows
+    from amqp_decode.tables import DELIVERIES, PUBLISHES
     from pipelines.stages import flows as stage
+    from pipelines.tablefiles import TableFiles
     from tests.analytics.tabulated import tabulated_folder
     from tests.capture.conftest import SAMPLES
     tables = tabulated_folder(str(SAMPLES))
@@ -341,17 +343,23 @@ def test_the_flows_tasks_columns_give_the_rules_rows(monkeypatch):
         else:
             deliveries.append({"redelivered": False, "queue": "q", "settled_ns": None, "outcome": "ack", **row,
                                "delivered_ns": ts_ns})
-    staged = []
-    sides = SideParts(1, lambda part, side: staged.append(dict(zip(stage.SIDES.names, side))))
-    for rows, is_delivery in ((publishes, False), (deliveries, True)):
+    staging = str(tmp_path / "staging")
+    tasks = []
+    for tag in ("a", "b"):
+        writer, sides = TableFiles(str(tmp_path / "lake"), "r", tag=tag, batch_rows=7), stage.FlowSides(staging, tag, 1)
+        sides.tap(writer)
+        tasks.append((writer, sides))
+    deal = random.Random(12)
+    for table, rows in ((PUBLISHES, publishes), (DELIVERIES, deliveries)):
         for row in rows:
-            sides.side(row, is_delivery)
-    random.Random(12).shuffle(staged)
-    third = len(staged) // 3
-    files = [pa.Table.from_pylist(staged[a:b], schema=stage.SIDES)
-             for a, b in ((0, third), (third, 2 * third), (2 * third, len(staged)))]
+            tasks[deal.randrange(2)][0].add(table, row)
+    for writer, sides in tasks:
+        writer.close()
+        sides.close()
     monkeypatch.setattr(stage, "SLICE_KEYS", 5)
-    got = pa.concat_tables(list(stage.part_flows(pa.concat_tables(files))))
+    staged = stage._read_part(staging, 0)
+    assert staged.num_rows == len(publishes) + len(deliveries)
+    got = pa.concat_tables(list(stage.part_flows(staged)))
     got = pa.table({name: pc.cast(column, pa.int64()) if pa.types.is_timestamp(column.type) else column
                     for name, column in zip(got.column_names, got.columns)}).to_pylist()
 

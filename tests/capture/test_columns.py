@@ -135,10 +135,10 @@ def test_analytics_typed_rows_are_their_tables_columns_in_order(table_name):
     assert cls.from_dict(dict(row)) == row
 
 
-def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_some():
+def test_table_columns_keep_each_tables_rows_apart_and_hand_on_full_tables():
     from amqp_decode.columns import TableColumns
     from amqp_decode.tables import DELIVERIES, FRAMES, PUBLISHES
-    asked, written, tapped = [], [], []
+    asked, written = [], []
 
     def names_of(table):
         asked.append(table.name)
@@ -148,7 +148,6 @@ def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_s
         written.append((table.name, columns.buffers[table.name].take()))
 
     columns = TableColumns(names_of, full, batch_rows=3)
-    columns.taps[PUBLISHES.name] = lambda table, row: tapped.append((table.name, row["n"]))
     for n in range(7):
         columns.add(FRAMES, {"n": n, FRAMES.name: "f"})
         if n % 2:
@@ -157,7 +156,6 @@ def test_table_columns_keep_each_tables_rows_apart_hand_on_full_tables_and_tap_s
     assert asked == ["frames", "publishes", "deliveries"]  # once per table
     assert written == [("frames", [[0, 1, 2], ["f"] * 3]), ("frames", [[3, 4, 5], ["f"] * 3]),
                        ("publishes", [[1, 3, 5], [None] * 3])]  # each table when it holds 3 rows
-    assert tapped == [("publishes", 1), ("publishes", 3), ("publishes", 5)]  # its rows only
     assert columns.buffers["frames"].take() == [[6], ["f"]]
     assert columns.buffers["deliveries"].take() == [[99], [None]]
 
