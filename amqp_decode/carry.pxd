@@ -21,5 +21,5 @@ cdef class CarryingDecoder:
     @cython.locals(typed=TableRow)
     cpdef _tagged(self, object table, object row)
     cpdef long long feed(self, object segment, int capture)
-    @cython.locals(segments=cython.longlong, records=cython.longlong)
-    cpdef long long feed_all(self, object items, object progress=*)
+    @cython.locals(fed=cython.longlong, records=cython.longlong, segments=list, capture=int)
+    cpdef long long feed_all(self, object batches, object progress=*)

@@ -70,20 +70,20 @@ class CarryingDecoder:
             self.tabulator.record(item)
         return len(items)
 
-    def feed_all(self, items, progress=None) -> int:
-        """Every (ts_ns, capture, segment) of `items`, in capture order (the decode stage's staged
-        segments); `progress.add(segments=, records=)` is told every 4096 segments. -> segments fed.
-        (The loop of every decode task: compiled here rather than a Python step per segment.)"""
-        segments = records = 0
-        for _, capture, segment in items:
-            records += self.feed(segment, capture)
-            segments += 1
-            if segments % 4096 == 0 and progress is not None:
-                progress.add(segments=4096, records=records)
-                records = 0
-        if progress is not None:
-            progress.add(segments=segments % 4096, records=records)
-        return segments
+    def feed_all(self, batches, progress=None) -> int:
+        """Every segment of `batches`, (capture, [segment, ...]) in capture order (the decode
+        stage's staged segments); `progress.add(segments=, records=)` is told after each batch.
+        -> segments fed. (The loop of every decode task: compiled here rather than a Python step
+        per segment.)"""
+        fed = 0
+        for capture, segments in batches:
+            records = 0
+            for segment in segments:
+                records += self.feed(segment, capture)
+            fed += len(segments)
+            if progress is not None:
+                progress.add(segments=len(segments), records=records)
+        return fed
 
     def finish(self, capture_end_ns: int | None, closing_source: str | None) -> list[SavedState]:
         """The end of the run's captures: connections still open (and heard from within the idle

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import operator
 import os
 from typing import Iterator
 
@@ -73,12 +74,10 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
     filesystem, base = filesystem_of(staging)
     groups = []
     for group in _overlapping(files):
-        streams = [_segments(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), unit)
-                                          for unit in units], staging, file_index)
+        streams = [_batches(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), unit)
+                                         for unit in units], staging, file_index)
                    for file_index, units, *_ in group]
-        # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
-        # tuples in C (a key function would be a Python call per segment)
-        groups.append(streams[0] if len(streams) == 1 else heapq.merge(*streams))
+        groups.append(streams[0] if len(streams) == 1 else _merged(streams))
     decoder.feed_all(itertools.chain.from_iterable(groups), progress)
     states = decoder.finish(context.get("capture_end_ns"), context.get("closing_source"))
     for state in states:
@@ -126,10 +125,10 @@ def _overlapping(files: list[list]) -> list[list[list]]:
     return groups
 
 
-def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
-              file_index: int) -> Iterator[tuple[int, int, Segment]]:
-    """(ts_ns, file index, segment) of one file's staged units, in capture order. `units`: (staged
-    path, the unit's first record number less one, the unit)."""
+def _batches(filesystem, units: list[tuple[str, int, int]], staging: str,
+             file_index: int) -> Iterator[tuple[int, list[Segment]]]:
+    """(file index, segments) of one file's staged units, in capture order, a staged batch (or a
+    slice of one) at a time. `units`: (staged path, the unit's first record number less one, the unit)."""
     for path, base, unit in units:
         stream_map = tcp_streams_of(staging, unit)  # a unit's at a time: never the whole night's
         with _open_staged(filesystem, path) as source:
@@ -149,8 +148,17 @@ def _segments(filesystem, units: list[tuple[str, int, int]], staging: str,
                                                         capture.open() if placed else None)
                         if placed:
                             capture.release(pc.max(part.column(AT)).as_py())
-                        for segment in segments:
-                            yield segment.ts_ns, file_index, segment
+                        yield file_index, segments
+
+
+def _merged(streams: list[Iterator[tuple[int, list[Segment]]]]) -> Iterator[tuple[int, list[Segment]]]:
+    """Files' batches that overlap in time, merged by packet time: runs of one file's segments."""
+    # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
+    # tuples in C (a key function would be a Python call per segment)
+    merged = heapq.merge(*[((segment.ts_ns, file_index, segment) for file_index, segments in stream
+                            for segment in segments) for stream in streams])
+    for file_index, run in itertools.groupby(merged, key=operator.itemgetter(1)):
+        yield file_index, [segment for _, _, segment in run]
 
 
 AT = SEGMENTS.get_field_index("at")

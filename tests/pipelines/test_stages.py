@@ -97,7 +97,7 @@ def test_the_decode_stage_reads_back_the_segments_the_parser_made(tmp_path, path
 
     from amqp_decode.capture import CaptureInfo, read_records
     from amqp_decode.packets import PacketParser
-    from pipelines.stages.decode import _segments
+    from pipelines.stages.decode import _batches
     fields = ("ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "record", "stream", "at",
               "size")
     parser, want = PacketParser(), defaultdict(list)
@@ -115,19 +115,20 @@ def test_the_decode_stage_reads_back_the_segments_the_parser_made(tmp_path, path
     else:
         assert staged_bytes >= payload_bytes
     for bucket in staged:
-        got = _segments(pafs.LocalFileSystem(), [(staged_path(str(tmp_path), 0, bucket), 1000, 0)], str(tmp_path), 0)
-        assert [tuple(getattr(s, f) for f in fields) for _, _, s in got] == want[bucket]
+        got = _batches(pafs.LocalFileSystem(), [(staged_path(str(tmp_path), 0, bucket), 1000, 0)], str(tmp_path), 0)
+        assert [tuple(getattr(s, f) for f in fields) for _, segments in got for s in segments] == want[bucket]
     assert sum(map(len, want.values())) == sum(staged.values()) > 0
 
 
 def _read_back(staging, staged) -> list[tuple]:
     import pyarrow.fs as pafs
 
-    from pipelines.stages.decode import _segments
+    from pipelines.stages.decode import _batches
     got = []
     for bucket in sorted(staged):
-        got += [(s.ts_ns, s.seq, s.payload) for _, _, s in
-                _segments(pafs.LocalFileSystem(), [(staged_path(str(staging), 0, bucket), 0, 0)], str(staging), 0)]
+        got += [(s.ts_ns, s.seq, s.payload) for _, segments in
+                _batches(pafs.LocalFileSystem(), [(staged_path(str(staging), 0, bucket), 0, 0)], str(staging), 0)
+                for s in segments]
     return got
 
 
@@ -341,6 +342,22 @@ def test_the_read_stage_holds_a_bounded_number_of_payload_bytes(tmp_path):
                    .read_all()["payload"].to_pylist())
     assert payloads > 10 * budget  # the capture holds many budgets' worth
     assert most < budget + 65_536  # never more than the budget and the packet that crossed it
+
+
+def test_overlapping_files_batches_are_merged_by_time_into_runs_of_one_file():
+    """Two files whose batches overlap in time (two sensors): their segments in time order, a file
+    before the other on a tie, handed on as runs of one file's segments (each with its file)."""
+    import types
+
+    from pipelines.stages.decode import _merged
+
+    def stream(file_index, *batches):
+        return iter([(file_index, [types.SimpleNamespace(ts_ns=t, name=f"{file_index}@{t}") for t in batch])
+                     for batch in batches])
+    runs = list(_merged([stream(0, [1, 2, 5], [6, 9]), stream(1, [3, 4], [5, 7, 8], [10])]))
+    assert [(file_index, [s.name for s in segments]) for file_index, segments in runs] == [
+        (0, ["0@1", "0@2"]), (1, ["1@3", "1@4"]), (0, ["0@5"]), (1, ["1@5"]), (0, ["0@6"]), (1, ["1@7", "1@8"]),
+        (0, ["0@9"]), (1, ["1@10"])]
 
 
 def test_files_are_merged_only_where_their_times_overlap():
