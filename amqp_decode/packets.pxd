@@ -28,10 +28,12 @@ cdef class Segment:
                dport="const int[:]", flags="const int[:]", src_end="const int[:]", dst_end="const int[:]",
                payload_end="const int[:]", src_data=bytes, dst_data=bytes, payload_data=bytes,
                at="const long long[:]", size="const int[:]", whole=cython.Py_ssize_t, start=cython.longlong,
-               stop=cython.longlong)
+               stop=cython.longlong, addresses=list)
 cpdef list segments_from_packed(list packed, long long base, list streams, const unsigned char[:] capture=*)
 cdef inline bytes _bytes_of(bytes data, Py_ssize_t start, Py_ssize_t stop)
 cdef inline bytes _bytes_in(const unsigned char[:] buffer, Py_ssize_t start, Py_ssize_t stop)
+@cython.locals(slot=Py_ssize_t, cached=bytes, address=bytes)
+cdef inline bytes _staged_address(bytes data, Py_ssize_t start, Py_ssize_t stop, list known)
 
 
 cdef inline bytes _view_bytes(const unsigned char[:] buffer, Py_ssize_t start, Py_ssize_t stop):

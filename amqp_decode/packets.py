@@ -83,13 +83,14 @@ def segments_from_packed(packed: list, base: int, streams: list, capture=None) -
     n = len(ts)
     known = len(streams)
     whole = len(capture) if capture is not None else -1
+    addresses = [b""] * _ADDRESS_SLOTS
     out = []
     for i in range(n):
         segment = Segment.__new__(Segment)  # (compiled: no __init__ call; every field is set here)
         segment.ts_ns = ts[i]
-        segment.src = _bytes_of(src_data, src_end[i], src_end[i + 1])
+        segment.src = _staged_address(src_data, src_end[i], src_end[i + 1], addresses)
         segment.sport = sport[i]
-        segment.dst = _bytes_of(dst_data, dst_end[i], dst_end[i + 1])
+        segment.dst = _staged_address(dst_data, dst_end[i], dst_end[i + 1], addresses)
         segment.dport = dport[i]
         segment.seq = seq[i]
         segment.ack = ack[i]
@@ -119,6 +120,25 @@ def _bytes_of(data: bytes, start: int, stop: int) -> bytes:
     if COMPILED:  # (C functions packets.pxd declares: one copy, no slice object)
         return PyBytes_FromStringAndSize(PyBytes_AS_STRING(data) + start, stop - start)  # noqa: F821
     return data[start:stop]
+
+
+def _staged_address(data: bytes, start: int, stop: int, known: list) -> bytes:
+    """data[start:stop], an address, as the bytes object made the last time it was met (`known`:
+    the last address seen per slot, by its last byte), as PacketParser._address does: lookups keyed
+    by it then hash it once and find their key by identity."""
+    if not 0 <= start < stop <= len(data):
+        return _bytes_of(data, start, stop)  # (empty, or offsets that do not fit: it raises)
+    slot = data[stop - 1] & (_ADDRESS_SLOTS - 1)
+    cached = known[slot]
+    if COMPILED:  # (memcmp, PyBytes_AS_STRING: C functions packets.pxd declares)
+        if len(cached) == stop - start and \
+                memcmp(PyBytes_AS_STRING(data) + start, PyBytes_AS_STRING(cached), stop - start) == 0:  # noqa: F821
+            return cached
+    elif data[start:stop] == cached:
+        return cached
+    address = _bytes_of(data, start, stop)
+    known[slot] = address
+    return address
 
 
 def _bytes_in(buffer, start: int, stop: int) -> bytes:

@@ -233,3 +233,18 @@ def test_packed_segments_come_back_numbered_as_the_file_shows_them():
     assert [[getattr(s, name) for name in names] for s in got] == [[getattr(s, name) for name in names] for s in made]
     assert [(s.record, s.stream) for s in got] == [(101, 17), (102, 17), (106, -1), (107, 5)]
     assert segments_from_packed(packed_columns([]), 0, []) == []
+
+
+def test_packed_segments_share_one_object_per_address():
+    """A batch's segments hold each address as the object made when it was first met (lookups keyed
+    by it hash it once), unless an address with the same last byte came since; compiled, equal
+    values only (an IPv4 address that is an IPv6 one's tail is not it)."""
+    c, d = b"\x0a\x00\x00\x41", b"\x0a\x00\x01\x41"  # the same slot
+    six = bytes(12) + A[0]
+    made = [Segment(i, src, 1, dst, 2, 0, 0, TCP_ACK, b"")
+            for i, (src, dst) in enumerate([(A[0], B[0]), (B[0], A[0]), (c, B[0]), (d, B[0]), (d, c), (six, A[0])])]
+    got = segments_from_packed(packed_columns(made), 0, [])
+    assert [(s.src, s.dst) for s in got] == [(s.src, s.dst) for s in made]
+    assert got[1].src is got[0].dst and got[1].dst is got[0].src and got[2].dst is got[0].dst
+    assert got[3].src is not got[2].src and got[4].src is got[3].src  # c's slot went to d
+    assert got[5].src == six and got[5].dst == A[0] and got[5].dst is not got[0].src  # six took A's slot
