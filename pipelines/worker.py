@@ -6,7 +6,9 @@ pyarrow answers by importing pandas (when it is installed, as PySpark's extras i
 lists, never pandas). pyarrow is made to ask once with pandas out of reach, so that it remembers
 "no pandas" for its lenient probes only: an explicit pandas call (`to_pandas`, `from_pandas`) still
 imports pandas and works, as pyarrow retries the import for those. A process that has already
-imported pandas is left as it is (nothing to save).
+imported pandas is left as it is (nothing to save). The probe spares conversions given their type
+only: one that infers a Python value's type (`pa.array(list)` or `pa.scalar(value)` with no type)
+imports pandas in Arrow's C++ whatever the probe said, so our tasks name the type of every one.
 
 **A steady heap.** Arrow's buffers come from the system allocator rather than Arrow's own
 (mimalloc kept what it freed: peak 253 -> 234 MB at 0.5 GB in bench/worker_memory.py). glibc's

@@ -62,6 +62,40 @@ def test_the_read_task_stages_its_segments_without_importing_pandas(tmp_path):
         assert result["from_pandas"] == [1, None] and result["from_pandas_type"] == "int64"
 
 
+DECODE_A_SAMPLE = """
+import json, os, sys
+from amqp_decode.settings import Settings
+from pipelines.inputs import canonical_uri
+from pipelines.plan import Unit
+from pipelines.stages.decode import decode_bucket
+from pipelines.stages.flows import flows_task
+from pipelines.stages.numbering import number_units
+from pipelines.stages.read import read_unit
+from pipelines.worker import prepare_worker
+path, staging, lake = sys.argv[1], sys.argv[2], sys.argv[3]
+prepare_worker()
+unit = Unit(0, 0, canonical_uri(path), 0, None, os.path.getsize(path))
+staged = {0: read_unit(vars(unit), staging, 2)}
+numbers = {"bases": number_units([unit], staged, staging)}
+files = [decode_bucket(bucket, [[0, [0]]], staging, [unit.uri], Settings(), "r", lake, numbers=numbers,
+                       flow_parts=2) for bucket in staged[0][0]]
+flows = list(flows_task(iter([0, 1]), staging, lake, "r", 1000))
+print(json.dumps({"tables": sorted({f["table"] for each in files + [flows] for f in each}),
+                  "pandas": "pandas" in sys.modules}))
+"""
+
+
+def test_the_decode_and_flows_tasks_make_their_tables_without_importing_pandas(tmp_path):
+    """Every conversion to Arrow in a decode and a flows task names its type: one that infers a
+    Python value's type (a list or scalar given no type) imports pandas whatever the probe said."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(DECODE_A_SAMPLE), str(SAMPLES / "concurrent.pcap"),
+                           str(tmp_path / "staging"), str(tmp_path / "lake")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()}, check=True)
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert {"frames", "messages", "publishes", "deliveries", "message_flows"} <= set(result["tables"])
+    assert result["pandas"] is False
+
+
 _FAULTS = """
 import resource
 if {steady}:
