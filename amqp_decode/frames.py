@@ -153,26 +153,38 @@ class ProtocolHeader(msgspec.Struct, frozen=True):  # (a Struct: made in C at im
         return "not AMQP: " + self.raw.hex(" ")
 
 
-# Headers parsed lately, by their bytes: every connection of a capture sends one of a few (a header
-# is frozen, so one object serves them all); bounded, as a stream of junk gives new ones each time
-_PARSED: dict = {}
+# Headers parsed lately, by their bytes, with their description and hex: every connection of a
+# capture sends one of a few (a header is frozen, so one object serves them all, and its texts are
+# made once); bounded, as a stream of junk gives new ones each time
+_PARSED: dict = {}  # raw -> (header, description, hex)
 _PARSED_HELD = 64
 
 
 def parse_protocol_header(data: bytes) -> ProtocolHeader:
     """Interpret 8 bytes that start a stream. Anything not starting with 'AMQP' is kept by value."""
     raw = bytes(data[:PROTOCOL_HEADER_SIZE])
-    header = _PARSED.get(raw)
-    if header is not None:
-        return header
+    known = _PARSED.get(raw)
+    if known is not None:
+        return known[0]
     if len(raw) < PROTOCOL_HEADER_SIZE:
         raise TruncatedFrame(f"protocol header needs {PROTOCOL_HEADER_SIZE} bytes, have {len(raw)}", 0)
     version = _HEADER_VERSIONS.get(tuple(raw[4:8])) if raw[:4] == b"AMQP" else None
-    header = ProtocolHeader(raw, version)
+    return _remember(ProtocolHeader(raw, version))[0]
+
+
+def protocol_header_texts(header: ProtocolHeader) -> tuple[str, str]:
+    """(description, hex) of a header, made once while parse_protocol_header keeps it."""
+    known = _PARSED.get(header.raw)
+    if known is None or known[0] != header:
+        known = _remember(header)
+    return known[1], known[2]
+
+
+def _remember(header: ProtocolHeader) -> tuple:
     if len(_PARSED) >= _PARSED_HELD:
         _PARSED.clear()
-    _PARSED[raw] = header
-    return header
+    known = _PARSED[header.raw] = (header, header.description, header.raw.hex())
+    return known
 
 
 def looks_like_protocol_header(data: bytes) -> bool:

@@ -170,6 +170,3 @@ cdef class StreamOptions:
     cdef public bint resumable
     cdef public long long resumable_body_cap
     cdef public bint fold_content
-
-
-cpdef tuple _header_texts(object header)

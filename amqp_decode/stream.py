@@ -27,7 +27,7 @@ from collections import deque
 from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
 from amqp_decode.errors import DecodeError, TruncatedFrame
 from amqp_decode.frame_start import FRAME_START_BYTES, frame_start_for
-from amqp_decode.frames import (PROTOCOL_HEADER_SIZE, parse_protocol_header)
+from amqp_decode.frames import PROTOCOL_HEADER_SIZE, parse_protocol_header, protocol_header_texts
 from amqp_decode.packets import format_endpoint
 from amqp_decode.record import Record, add_message, end_record, new_record
 from amqp_decode.settings import Settings
@@ -725,7 +725,7 @@ class AmqpConnection(StreamSink):
                 self.codec = self.codecs[version]
                 self.frame_start = frame_start_for(self.codec, self.settings.resync_max_frame)
         record = self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None)
-        description, raw = _header_texts(header)
+        description, raw = protocol_header_texts(header)
         record.version = header.version
         record.protocol_header = description
         record.raw = raw
@@ -987,21 +987,6 @@ class AmqpConnection(StreamSink):
 
 
 UNDECIDED_HOLD = 1 << 16  # bytes held on a port of no known protocol before deciding it is not AMQP
-
-
-
-# A protocol header's description and hex, by its bytes: every connection sends one of a few
-# (bounded, as a stream of junk gives a new one each time)
-_HEADER_TEXTS: dict = {}
-
-
-def _header_texts(header) -> tuple:
-    texts = _HEADER_TEXTS.get(header.raw)
-    if texts is None:
-        if len(_HEADER_TEXTS) >= 64:
-            _HEADER_TEXTS.clear()
-        texts = _HEADER_TEXTS[header.raw] = (header.description, header.raw.hex())
-    return texts
 
 
 class StreamOptions:

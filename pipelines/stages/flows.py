@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 from amqp_decode.analytics.message_flows import SIDE_COLUMNS, KeyParts, arrow_flows, arrow_keys, flow_pairs
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
-from pipelines.tablefiles import TableFiles, filesystem_of
+from pipelines.tablefiles import TableFiles, arrow_column, filesystem_of
 from pipelines.worker import prepare_worker
 
 _TYPES = {**{f.name: f.type for f in DELIVERIES.arrow()}, **{f.name: f.type for f in PUBLISHES.arrow()}}
@@ -89,14 +89,11 @@ def side_batch(is_delivery: bool, dates: list, batch: pa.RecordBatch) -> pa.Reco
     """Rows of `deliveries` (else `publishes`) as their match sides (SIDES), column by column: their
     key, time and kind, then SIDE_COLUMNS (null where the table has no such column)."""
     rows = batch.num_rows
-    first = dates[0] if dates else None
     names = batch.schema.names
 
     def column(name: str) -> pa.Array:
-        if name == "date":  # (nearly always one day: not a Python date per row)
-            if dates.count(first) == rows:
-                return pa.repeat(pa.scalar(first, pa.date32()), rows)
-            return pa.array(dates, pa.date32())
+        if name == "date":
+            return arrow_column(dates, pa.date32())
         return batch.column(name) if name in names else pa.nulls(rows, SIDES.field(name).type)
     columns = {name: column(name) for name in SIDE_COLUMNS}
     key = arrow_keys(columns["message_id"], columns["body_sha256"], columns["exchange"], columns["routing_key"])
