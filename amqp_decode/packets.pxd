@@ -33,7 +33,7 @@ cpdef list segments_from_packed(list packed, long long base, list streams, const
 cdef inline bytes _bytes_of(bytes data, Py_ssize_t start, Py_ssize_t stop)
 cdef inline bytes _bytes_in(const unsigned char[:] buffer, Py_ssize_t start, Py_ssize_t stop)
 @cython.locals(slot=Py_ssize_t, cached=bytes, address=bytes)
-cdef inline bytes _staged_address(bytes data, Py_ssize_t start, Py_ssize_t stop, list known)
+cdef inline bytes _known_address(bytes data, Py_ssize_t start, Py_ssize_t stop, list known)
 
 
 cdef inline bytes _view_bytes(const unsigned char[:] buffer, Py_ssize_t start, Py_ssize_t stop):
@@ -66,7 +66,6 @@ cdef class PacketParser:
 
     @cython.locals(header=cython.int, tcp=cython.int, total=cython.int, end=cython.int, ip_at=cython.longlong)
     cpdef Segment parse(self, long long ts_ns, int link_type, bytes data, long long offset=*)
-    @cython.locals(slot=Py_ssize_t, known=bytes)
     cdef inline bytes _address(self, bytes data, Py_ssize_t at)
     cpdef object _link(self, int link_type, bytes data)
     cpdef object _ether_type(self, int ether_type, bytes data, int offset)

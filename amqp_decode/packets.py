@@ -88,9 +88,9 @@ def segments_from_packed(packed: list, base: int, streams: list, capture=None) -
     for i in range(n):
         segment = Segment.__new__(Segment)  # (compiled: no __init__ call; every field is set here)
         segment.ts_ns = ts[i]
-        segment.src = _staged_address(src_data, src_end[i], src_end[i + 1], addresses)
+        segment.src = _known_address(src_data, src_end[i], src_end[i + 1], addresses)
         segment.sport = sport[i]
-        segment.dst = _staged_address(dst_data, dst_end[i], dst_end[i + 1], addresses)
+        segment.dst = _known_address(dst_data, dst_end[i], dst_end[i + 1], addresses)
         segment.dport = dport[i]
         segment.seq = seq[i]
         segment.ack = ack[i]
@@ -122,10 +122,12 @@ def _bytes_of(data: bytes, start: int, stop: int) -> bytes:
     return data[start:stop]
 
 
-def _staged_address(data: bytes, start: int, stop: int, known: list) -> bytes:
-    """data[start:stop], an address, as the bytes object made the last time it was met (`known`:
-    the last address seen per slot, by its last byte), as PacketParser._address does: lookups keyed
-    by it then hash it once and find their key by identity."""
+def _known_address(data: bytes, start: int, stop: int, known: list) -> bytes:
+    """data[start:stop], an address, as the very bytes object made the last time it was met, unless
+    another address with the same last byte (low 6 bits) came since (`known`: the last address met
+    per slot). A capture holds few addresses at a time (a broker's, its clients'): lookups keyed by
+    an address then hash it once (bytes keep their hash) and find their key by identity, and most
+    packets make no address object."""
     if not 0 <= start < stop <= len(data):
         return _bytes_of(data, start, stop)  # (empty, or offsets that do not fit: it raises)
     slot = data[stop - 1] & (_ADDRESS_SLOTS - 1)
@@ -148,7 +150,7 @@ def _bytes_in(buffer, start: int, stop: int) -> bytes:
     return bytes(buffer[start:stop])
 
 
-_ADDRESS_SLOTS = 64  # PacketParser._address: a power of two
+_ADDRESS_SLOTS = 64  # _known_address: a power of two
 _MAX_OFFSET = 0x7FFFFFFF  # Arrow's binary type: 32-bit offsets
 
 
@@ -209,7 +211,7 @@ class PacketParser:
         self.skipped: Counter[str] = Counter()  # reason -> packets
         self._fragments: dict[tuple, _FragmentSet] = {}
         self._max_fragment_sets = max_fragment_sets
-        # IPv4 addresses met, as bytes, in the slot of their last octet's low 6 bits (see _address)
+        # IPv4 addresses met, as bytes, in the slot of their last octet's low 6 bits (see _known_address)
         self._addresses = [b"\0\0\0\0"] * _ADDRESS_SLOTS
 
     def parse(self, ts_ns: int, link_type: int, data: bytes, offset: int = -1) -> Segment | None:
@@ -242,21 +244,8 @@ class PacketParser:
         return None
 
     def _address(self, data: bytes, at: int) -> bytes:
-        """The IPv4 address at data[at:at + 4] (within data), as the very bytes object made the last
-        time it was met, unless another address with the same last octet (low 6 bits) came since.
-        A capture holds few addresses at a time (a broker's, its clients'): lookups keyed by an
-        address then hash it once (bytes keep their hash) and find their key by identity, and
-        most packets make no address object."""
-        slot = data[at + 3] & (_ADDRESS_SLOTS - 1)
-        known = self._addresses[slot]
-        if COMPILED:  # (memcmp, PyBytes_AS_STRING: C functions packets.pxd declares; 4 bytes each)
-            if memcmp(PyBytes_AS_STRING(data) + at, PyBytes_AS_STRING(known), 4) == 0:  # noqa: F821
-                return known
-        elif data[at:at + 4] == known:
-            return known
-        address = _bytes_of(data, at, at + 4)
-        self._addresses[slot] = address
-        return address
+        """The IPv4 address at data[at:at + 4], as _known_address gives it."""
+        return _known_address(data, at, at + 4, self._addresses)
 
     def finish(self) -> None:
         """End of input: fragments that never completed are counted."""
