@@ -13,6 +13,7 @@ cdef class Codec:
     cdef public dict frame_types
     cdef public dict _methods
     cdef public dict _properties
+    cdef public tuple secret_ids
 
     @cython.locals(view="const unsigned char*", length=Py_ssize_t, frame_type=cython.int, channel=cython.int,
                    size=cython.ulonglong, start=cython.longlong, end=cython.longlong, frame=Frame)

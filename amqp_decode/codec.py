@@ -53,6 +53,10 @@ class Codec:
                             if c.name.startswith("frame-") and c.error_class is None
                             and c.name not in ("frame-end", "frame-min-size")}
         self._methods: dict[int, tuple[Method, MethodDecoder, bool, tuple]] = {}
+        # The wire ids (class, method: 4 bytes) of the methods whose arguments hold credentials,
+        # named in amqp_decode.redact and numbered by this spec: what may never be kept raw.
+        self.secret_ids = tuple(sorted(struct.pack(">HH", m.class_id, m.method_id) for m in spec.methods()
+                                       if m.full_name in SECRET_FIELDS))
         for method in spec.methods():
             self._methods[method.class_id << 16 | method.method_id] = (
                 method, None, method.full_name in SECRET_FIELDS, plan(method.fields, _raw_keys(method)))
@@ -141,6 +145,15 @@ class Codec:
             error.channel = channel
             raise
         return frame, end + 1
+
+    def may_hold_secret(self, frame_head) -> bool:
+        """Could the frame that starts with these bytes (all of it, or the first part of it that
+        has come) carry credentials? A method frame whose class and method ids, as far as they
+        have come, are those of a method redaction exists for. A frame header alone holds none."""
+        if len(frame_head) <= FRAME_HEADER_SIZE or self.frame_types.get(frame_head[0]) != "method":
+            return False
+        ids = bytes(frame_head[FRAME_HEADER_SIZE:FRAME_HEADER_SIZE + 4])
+        return any(secret.startswith(ids) for secret in self.secret_ids)
 
     # -- payloads -------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from amqp_decode.stream import READER_STATES, AmqpConnection, FrameReader, _Cont
 from amqp_decode.tcp import NONE, SEQ_MOD, TCP_SYN, HalfStream
 
 FORMAT = 2  # of the blob; a blob of another format is not resumed (2: pcap records and TCP stream indices)
-FRAMES, SKIP = READER_STATES["frames"], READER_STATES["skip"]
+FRAMES, RESYNC, SKIP = READER_STATES["frames"], READER_STATES["resync"], READER_STATES["skip"]
 
 
 @dataclass
@@ -64,14 +64,15 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
                 "syn_from": tcp.syn_from, "fins": list(tcp.fins), "rst": tcp.rst,
                 "first_capture": name(tcp.first_capture),
                 "streams": {name(c): n for c, n in tcp.streams.items()},
-                "halves": [_half(h, name) for h in tcp.halves]},
+                "halves": [_half(h, name, _may_send_secrets(connection, h.direction)) for h in tcp.halves]},
         "amqp": {"id": connection.id, "version": connection.version, "client": connection.client,
                  "client_reason": connection.client_reason, "status": connection.status,
                  "pending": [(direction, record.as_dict()) for direction, record in connection.pending],
                  "ignored_bytes": connection.ignored_bytes,
                  "first_capture": name(connection.first_capture),
                  "contents": {key: _content(c) for key, c in connection.contents.items()},
-                 "readers": [_reader(r, name) for r in connection.readers]},
+                 "readers": [_reader(r, name, _may_send_secrets(connection, r.direction))
+                             for r in connection.readers]},
     }
     out = io.BytesIO()
     pickler = pickle.Pickler(out, protocol=5)
@@ -80,17 +81,25 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
     return zlib.compress(out.getvalue(), 1)
 
 
-def _half(half: HalfStream, name) -> dict:
+def _may_send_secrets(connection: AmqpConnection, direction: int) -> bool:
+    """Credentials travel from the client: its direction, or either while the client is unknown."""
+    return connection.client is None or connection.client == direction
+
+
+def _half(half: HalfStream, name, may_send_secrets: bool) -> dict:
+    # Bytes waiting out of order are not framed yet: from the client they may hold credentials,
+    # so they are never saved; the next run counts them as not captured (a gap, bytes skipped).
+    pending = [] if may_send_secrets else half.pending
     return {"base": half.base, "next": half.next, "fin": half.fin, "syn": half.syn, "order": half.order,
-            "pending": [(o, order, d, ts, name(c), r) for o, order, d, ts, c, r in half.pending],
+            "pending": [(o, order, d, ts, name(c), r) for o, order, d, ts, c, r in pending],
             # not the delivered bytes kept to compare retransmissions with: a retransmission
             # across the runs' boundary is counted, not compared (they would hold any payload)
-            "pending_bytes": half.pending_bytes, "recent": [], "recent_bytes": 0,
+            "pending_bytes": sum([len(item[2]) for item in pending]), "recent": [], "recent_bytes": 0,
             "packets": half.packets, "bytes": half.bytes, "duplicate_bytes": half.duplicate_bytes,
-            "hole_acks": half.hole_acks}
+            "hole_acks": half.hole_acks if pending else 0}
 
 
-def _reader(reader: FrameReader, name) -> dict:
+def _reader(reader: FrameReader, name, may_send_secrets: bool) -> dict:
     body = dict(reader.body, capture=name(reader.body["capture"])) if reader.body is not None else None
     saved = {"buf": bytes(reader.buf), "base": reader.base, "end": reader.end,
              "chunks": [(end, ts, name(c), r) for end, ts, c, r in reader.chunks], "state": reader.state,
@@ -101,27 +110,33 @@ def _reader(reader: FrameReader, name) -> dict:
              "skip_detail": reader.skip_detail, "resync_waiting": sorted(reader.resync_live or ()),
              "resync_scanned": reader.resync_scanned, "body": body, "frames": reader.frames,
              "decoded_bytes": reader.decoded_bytes, "skipped_bytes": reader.skipped_bytes}
-    if _holds_credentials(reader):
-        # Never saved: the next run skips the rest of the frame, with an issue saying why.
-        size = reader._known_frame_size()
-        first = reader._first_byte(reader.base)
-        saved.update(buf=b"", base=reader.base + len(reader.buf), state=SKIP, skipped=len(reader.buf),
-                     skip_first=(first[0], name(first[1]), first[2]), skip_remaining=size - len(reader.buf),
-                     skip_detail=f"a {size}-byte connection frame that may carry credentials was cut by the end "
-                                 "of the previous run; its bytes were not saved: the frame is lost, framing kept")
+    if reader.buf and (reader.state == FRAMES and reader.connection.codec.may_hold_secret(reader.buf)
+                       or reader.state == RESYNC and may_send_secrets):
+        saved.update(_withheld(reader, name))
     return saved
 
 
-def _holds_credentials(reader: FrameReader) -> bool:
-    """A partial frame that is (or may be) connection.start-ok or secure-ok: a method frame on
-    channel 0 whose class and method are those, or not yet known."""
-    buf = reader.buf
-    if reader.state != FRAMES or len(buf) < 7 or reader._known_frame_size() is None:
-        return False
-    frame_type, channel = buf[0], (buf[1] << 8) | buf[2]
-    if frame_type != 1 or channel != 0:
-        return False
-    return len(buf) < 11 or (buf[7:9] == b"\x00\x0a" and buf[9:11] in (b"\x00\x0b", b"\x00\x15"))
+def _withheld(reader: FrameReader, name) -> dict:
+    """What is saved instead of a buffer that may hold credentials: none of its bytes, and the
+    next run skips them with an issue saying why. A frame cut by the run's end whose size is known
+    (the codec says which frames may carry credentials) is skipped to its end, framing kept; bytes
+    a resynchronisation was still judging (not framed yet: any frame's) are dropped, and the
+    resynchronisation goes on from the next run's first byte."""
+    held = len(reader.buf)
+    size = reader._known_frame_size() if reader.state == FRAMES else None
+    first = reader._first_byte(reader.base) if reader.state == FRAMES or not reader.skipped else reader.skip_first
+    withheld = {"buf": b"", "base": reader.base + held, "skip_first": (first[0], name(first[1]), first[2])}
+    if size is not None:
+        withheld.update(state=SKIP, skipped=held, skip_remaining=size - held,
+                        skip_detail=f"a {size}-byte frame that may carry credentials was cut by the end of the "
+                                    "previous run; its bytes were not saved: the frame is lost, framing kept")
+        return withheld
+    last = reader._first_byte(reader.base + held - 1)
+    withheld.update(state=RESYNC, skipped=reader.skipped + held, skip_last=(last[0], name(last[1]), last[2]),
+                    resync_waiting=[], resync_scanned=reader.base + held,
+                    skip_detail="bytes not yet framed when the previous run ended were not saved (they may carry "
+                                "credentials): skipped until frames were found again")
+    return withheld
 
 
 def _content(content: _Content) -> dict:

@@ -241,12 +241,13 @@ class FrameReader:
                 self.skipped += found - pos
                 if self.skipped:
                     start = self.base + found - self.skipped
-                    self._issue("resync", "capture started mid-stream: bytes before the first whole "
-                                "frame" if start == 0 and self.mid_stream else
-                                "bytes skipped until frames were found again", self.skipped, start,
+                    self._issue("resync", self.skip_detail or ("capture started mid-stream: bytes before the "
+                                "first whole frame" if start == 0 and self.mid_stream else
+                                "bytes skipped until frames were found again"), self.skipped, start,
                                 self.base + found, None, self.skip_first,
                                 None if found > pos else self.skip_last)  # (the last one dropped already)
                 self.skipped = 0
+                self.skip_detail = ""  # (said why a carried resynchronisation dropped bytes, if it did)
                 pos = found
                 self.state = FRAMES
             else:  # SKIP: the rest of a frame interrupted by a gap
