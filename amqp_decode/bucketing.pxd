@@ -29,5 +29,6 @@ cdef class SegmentBuckets:
     @cython.locals(parser=PacketParser, streams=RangeStreams, parts=PartColumns, local=LocalStream,
                    count=cython.longlong, read=cython.longlong, ts_ns=cython.longlong, link_type=cython.int,
                    data=bytes, record=tuple, segment=Segment, stream=cython.longlong, bucket=cython.long,
-                   earliest="long long[:]", latest="long long[:]", seen="unsigned char[:]")
-    cpdef read(self, object records, object report=*)
+                   earliest="long long[:]", latest="long long[:]", seen="unsigned char[:]", issues=list,
+                   timed=Py_ssize_t)
+    cpdef read(self, object records, object report=*, object info=*)

@@ -93,18 +93,23 @@ class SegmentBuckets:
         return {bucket: [self.earliest[bucket], self.latest[bucket]] for bucket in range(self.buckets)
                 if self.seen[bucket]}
 
-    def read(self, records, report=None) -> None:
+    def read(self, records, report=None, info=None) -> None:
         """Every record of `records`; `report(bytes, packets)` every REPORT_EVERY records and once
-        at the end, also when reading fails part-way (what was read is counted)."""
+        at the end, also when reading fails part-way (what was read is counted). `info`: the
+        CaptureInfo its reader fills in, whose damage each record read right after it times."""
         parser, streams, parts = self.parser, self.streams, self.parts
         earliest, latest, seen = self.earliest, self.latest, self.seen
         count = self.records
         read = 0
+        issues = info.issues if info is not None else []
+        timed = len(issues)
         try:
             for record in records:
                 # a record read with offsets (amqp_decode.capture.read_records) says where its bytes
                 # lie: its segment then stages that place rather than a copy of its payload
                 ts_ns, link_type, data = record[0], record[1], record[2]
+                if len(issues) != timed:  # the file was damaged just before this record
+                    timed = info.time_issues(ts_ns, timed)
                 count += 1
                 self.records = count
                 read += len(data) + _RECORD_HEADER

@@ -178,7 +178,8 @@ class CaptureDecoder:
             self.now_ns = feed.ts_ns
         parser.finish()
         for index, info in infos.items():
-            issues = capture_issues(info, reported, index, info.last_ts_ns)
+            info.time_issues(info.last_ts_ns, reported[index])  # damage at the file's end
+            issues = capture_issues(info, reported, index)
             if issues:
                 yield self._count(issues)
         records = self._count(segments.finish())
@@ -253,13 +254,17 @@ def count_kinds(records: list[Record], counts: dict[str, int], stats: DecodeStat
     return ended
 
 
-def capture_issues(info: CaptureInfo, reported: list[int], index: int, ts: int | None) -> list[Record]:
-    """Damage to the capture file itself, as issue records (not tied to a connection), timed by
-    the packet read right after it (or the file's last one)."""
-    new = info.issues[reported[index]:]
-    reported[index] = len(info.issues)
+def capture_issues(info: CaptureInfo, reported: list[int] | None = None, index: int = 0) -> list[Record]:
+    """Damage to the capture file itself, as issue records (not tied to a connection), timed as
+    CaptureInfo.time_issues timed them: by the packet read right after it (or the file's last).
+    `reported`: per file, the issues already made records of (None: all of the file's). The one
+    way to make them: `amqpcap decode` and the job's driver (pipelines.jobs.nightly) both."""
+    new = info.issues[reported[index]:] if reported is not None else info.issues
+    if reported is not None:
+        reported[index] = len(info.issues)
     records = []
     for issue in new:
+        ts = issue.ts_ns
         record = new_record("issue", ts, ts, info.path, None, None, None, None, None, None, None, None, None, 0)
         record.issue_kind = issue.kind
         record.detail = issue.detail
@@ -333,7 +338,8 @@ class PacketFeed:
         if not held:
             self.held_since = ts_ns
         if len(self.infos[index].issues) > self.reported[index]:  # the file was damaged just before
-            held += capture_issues(self.infos[index], self.reported, index, ts_ns)
+            self.infos[index].time_issues(ts_ns, self.reported[index])
+            held += capture_issues(self.infos[index], self.reported, index)
         segment = self.parser.parse(ts_ns, link_type, data)
         if segment is not None:
             self.tcp_segments += 1

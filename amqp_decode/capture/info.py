@@ -42,6 +42,10 @@ class CaptureIssue(msgspec.Struct):
     bytes_skipped: int
     offset: int | None = None  # file offset where the damage starts (gzip: in the decompressed stream)
     end_offset: int | None = None  # where reading resumed (or the file ended)
+    # When it happened: the time of the record read right after it, else (at the file's end) of the
+    # file's last record. Set by CaptureInfo.time_issues, whoever reads the records (the CLI's
+    # decoder, the job's read tasks, the driver merging a file's ranges): one rule for all.
+    ts_ns: int | None = None
 
 
 class CaptureInfo(msgspec.Struct, dict=True):
@@ -90,6 +94,16 @@ class CaptureInfo(msgspec.Struct, dict=True):
             text += f" (and {more} more issue{'s' if more > 1 else ''}, {skipped} bytes skipped in all)"
         return text
 
+    def time_issues(self, ts_ns: int | None, since: int = 0) -> int:
+        """The issues found since `since` (their count when last asked) that have no time yet
+        happened before the record of time `ts_ns`, the first read after them (or, given the
+        file's last time once it is read whole, at its end). Returns the issues' count."""
+        issues = self.issues
+        for issue in issues[since:]:
+            if issue.ts_ns is None:
+                issue.ts_ns = ts_ns
+        return len(issues)
+
     def merge(self, part: CaptureInfo) -> None:
         """Add the info of the byte range read right after what this info holds.
 
@@ -107,6 +121,8 @@ class CaptureInfo(msgspec.Struct, dict=True):
             self.snaplen = max(self.snaplen or 0, part.snaplen)
         self.link_types |= part.link_types
         self.resolutions |= part.resolutions
+        if part.records:  # damage at the end of the ranges before happened before this one's first record
+            self.time_issues(part.first_ts_ns)
         self.issues += [msgspec.structs.replace(issue, record=issue.record + self.records) for issue in part.issues]
         if part.records:
             if not self.records:

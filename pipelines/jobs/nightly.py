@@ -260,6 +260,8 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
     and earlier names of the same bytes); and the run's Span."""
     from amqp_decode.analytics.common import day
     from amqp_decode.capture import CaptureInfo
+    from amqp_decode.decoder import capture_issues
+    from amqp_decode.rows import RawRows
     from amqp_decode.tables import DECODE_ISSUES
     from pipelines.stages.read import info_from_json
     from pipelines.tablefiles import TableFiles
@@ -276,6 +278,7 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
         if facts["fingerprint"]:
             printed[unit.file_index] = facts["fingerprint"]
     writer = TableFiles(lake, run_id, tag="captures-")
+    raw_rows = RawRows(run_id)
     now_ns = time.time_ns()
     span = Span()
     for index, f in enumerate(files):
@@ -297,10 +300,13 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
             "first_ts": first // 1000 if first is not None else None,
             "last_ts": last // 1000 if last is not None else None, "fingerprint": printed.get(index),
             "status": status, "error": error})
-        for issue in info.issues:
-            writer.add(DECODE_ISSUES, {"date": when, "capture": f.uri, "issue_kind": issue.kind,
-                                       "detail": issue.detail, "bytes_skipped": issue.bytes_skipped,
-                                       "file_offset": issue.offset, "source": f.uri, "provisional": False})
+        info.time_issues(info.last_ts_ns)  # damage at the file's end (its ranges timed the rest)
+        for record in capture_issues(info):  # made as `amqpcap decode` makes them
+            row = raw_rows.issue_row(record)
+            row.update(source=f.uri, provisional=False)
+            if record.ts_ns is None:  # a file with no readable record: the day it was read
+                row["date"] = when
+            writer.add(DECODE_ISSUES, row)
     replaced = {f.uri for f in files}
     by_print = {h: files[i].uri for i, h in printed.items()}
     for path, known in _known_fingerprints(lake):

@@ -80,7 +80,7 @@ def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | N
         with open_input(uri) as source:
             if local is not None:
                 files.schema = placing_schema(SEGMENTS, os.path.abspath(local), source)
-            sorter.read(_records(uri, info, source, start, end, local is not None), report)
+            sorter.read(_records(uri, info, source, start, end, local is not None), report, info)
     except CaptureError as failure:
         status, error = "failed", failure.reason
     except FileNotFoundError:

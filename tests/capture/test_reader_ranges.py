@@ -8,7 +8,7 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from amqp_decode.capture import CaptureError, CaptureInfo, rangeable, read_records, split_points
+from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, rangeable, read_records, split_points
 from tests.capture.captures import (UNCOMPRESSED, epb, frames, idb, isb, pcap, record_spans, sample_bytes,
                                     sample_id, shb)
 from tests.capture.conftest import SAMPLES
@@ -16,19 +16,35 @@ from tests.capture.conftest import SAMPLES
 FACTS = ("records", "bytes", "first_ts_ns", "last_ts_ns", "link_types", "resolutions", "format", "snaplen")
 
 
+def timed(records, info: CaptureInfo) -> list:
+    """The records, each timing the damage found just before it, as every reader of records does
+    (amqp_decode.decoder.PacketFeed, amqp_decode.bucketing.SegmentBuckets)."""
+    out, known = [], 0
+    for record in records:
+        if len(info.issues) != known:
+            known = info.time_issues(record[0], known)
+        out.append(record)
+    return out
+
+
 def whole(path) -> tuple[list, CaptureInfo]:
     info = CaptureInfo(str(path), path.stat().st_size)
-    return list(read_records(str(path), info)), info
+    records = timed(read_records(str(path), info), info)
+    info.time_issues(info.last_ts_ns)
+    return records, info
 
 
 def in_ranges(path, cuts) -> tuple[list, CaptureInfo]:
+    """Read apart, merged as the job's driver merges them; damage timed the same (one rule: a range's
+    last damage is timed by the next range's first record)."""
     size = path.stat().st_size
     points = [0, *sorted(set(cuts)), size]
     merged, records = CaptureInfo(str(path), size), []
     for start, end in zip(points, points[1:]):
         part = CaptureInfo(str(path), size)
-        records += read_records(str(path), part, start=start, end=end)
+        records += timed(read_records(str(path), part, start=start, end=end), part)
         merged.merge(part)
+    merged.time_issues(merged.last_ts_ns)
     return records, merged
 
 
@@ -104,6 +120,22 @@ def test_cuts_around_damage_with_small_reads(tmp_path, small_reads):
     for start, _ in (spans[38], spans[40], spans[41], spans[89], spans[90], spans[91], spans[149], spans[150]):
         for delta in (-17, -1, 0, 1, 5, 16, 200):
             assert_same(path, [start + delta])
+    for delta in (-1, 0, 1):  # a range that ends just after the garbage
+        assert_same(path, [at + len(b"garbage") * 30 + delta])
+    assert all(issue.ts_ns is not None for issue in info.issues)
+
+
+def test_damage_no_record_of_its_range_follows_is_timed_by_the_next_ranges_first():
+    """(What a whole read does: the record read right after the damage times it.)"""
+    first, second = CaptureInfo("f", 100), CaptureInfo("f", 100)
+    first.start_offset, first.end_offset, second.start_offset, second.end_offset = 24, 50, 50, 100
+    first.records, first.first_ts_ns, first.last_ts_ns = 1, 10, 10
+    first.issues = [CaptureIssue("damaged-record-header", "x", 1, 6, 44, 50, ts_ns=None)]
+    second.records, second.first_ts_ns, second.last_ts_ns = 2, 20, 30
+    merged = CaptureInfo("f", 100)
+    for part in (first, second):
+        merged.merge(part)
+    assert [issue.ts_ns for issue in merged.issues] == [20]
 
 
 def test_a_range_with_no_record_start_is_empty():
