@@ -68,6 +68,7 @@ cdef class FrameReader:
                    max_frame=cython.longlong, available=cython.longlong, step=cython.longlong,
                    codec=Codec, frame=Frame)
     cpdef long long _run(self, object buf, bint final)
+    cpdef str _skip_text(self, long long start)
     cpdef _end_skip(self, long long pos=*)
     cpdef _known_frame_size(self)
     @cython.locals(starts=FrameStart, i=cython.longlong, available=cython.longlong, due=list, live=set,

@@ -108,6 +108,13 @@ class FrameReader:
 
     def gap(self, offset: int, size: int, ts_ns: int) -> None:
         self.chunks.append((offset + size, ts_ns, -1, 0))
+        if self.skipped and (self.state == RESYNC or self.state == SKIP):
+            # What a resynchronisation (or a skip) dropped so far lies before the gap: its own issue,
+            # so that every issue's range holds the bytes it counts (the gap's range comes after)
+            self._issue("resync" if self.state == RESYNC else "gap", self._skip_text(self.base - self.skipped),
+                        self.skipped, self.base - self.skipped, self.base, None, self.skip_first,
+                        self.skip_last if self.state == RESYNC else None)
+            self.skipped = 0
         if self.state == BODY and size < self.body["remaining"]:
             self.body["remaining"] -= size
             self.body["intact"] = False
@@ -241,9 +248,7 @@ class FrameReader:
                 self.skipped += found - pos
                 if self.skipped:
                     start = self.base + found - self.skipped
-                    self._issue("resync", self.skip_detail or ("capture started mid-stream: bytes before the "
-                                "first whole frame" if start == 0 and self.mid_stream else
-                                "bytes skipped until frames were found again"), self.skipped, start,
+                    self._issue("resync", self._skip_text(start), self.skipped, start,
                                 self.base + found, None, self.skip_first,
                                 None if found > pos else self.skip_last)  # (the last one dropped already)
                 self.skipped = 0
@@ -258,6 +263,16 @@ class FrameReader:
                 if self.skip_remaining == 0:
                     self._end_skip(pos)
         return pos
+
+    def _skip_text(self, start: int) -> str:
+        """Why the bytes a resynchronisation dropped from stream offset `start` were skipped."""
+        if self.skip_detail:
+            return self.skip_detail
+        if self.state == RESYNC:
+            if start == 0 and self.mid_stream:
+                return "capture started mid-stream: bytes before the first whole frame"
+            return "bytes skipped until frames were found again"
+        return "bytes skipped"
 
     def _end_skip(self, pos: int = 0) -> None:
         self._issue("gap", self.skip_detail, self.skipped, self.base + pos - self.skipped,

@@ -106,3 +106,24 @@ def test_each_candidate_is_judged_again_only_once_its_bytes_have_come(tmp_path, 
     records = _decode(path)
     assert [(r["issue_kind"], r["bytes_skipped"]) for r in records] == [("resync", len(junk))]
     assert len(judged) <= 3 * 60_000
+
+
+def test_bytes_skipped_before_a_gap_are_reported_apart_from_the_bytes_after_it(tmp_path):
+    """A capture that starts inside a frame and then loses a segment before frames are found again
+    (issue 51, item 5): the bytes dropped before the gap are one resync issue from offset 0, the
+    gap another, the bytes dropped after it a third; their ranges follow one another and cover
+    every byte up to the first frame found (the first resync used to count the bytes on both sides
+    of the gap with its range starting after the gap's: bytes 0.. were in no issue's range and the
+    gap's range was counted twice)."""
+    frames = _frames()
+    junk = b"\xff" * 30  # the end of a frame begun before the capture: no candidate in it
+    after = b"\xff" * 12 + b"".join(f.data for f in frames)
+    path = _capture(tmp_path, "mid_stream_gap", [(0, junk), (30 + 40, after)])  # 40 bytes never captured
+    records = _decode(path)
+    issues = [(r["issue_kind"], r["offset"], r["size"], r["bytes_skipped"]) for r in records if r["kind"] == "issue"]
+    # (the last 6 bytes before the gap were held, as the start of a frame header could be there:
+    # the gap drops them with the 40 lost)
+    assert issues == [("resync", 0, 24, 24), ("gap", 24, 46, 46), ("resync", 70, 12, 12)]
+    decoded = [r for r in records if r["kind"] != "issue"]
+    assert decoded[0]["offset"] == 82 and len(decoded) == len(frames)
+    assert "mid-stream" in next(r for r in records if r["kind"] == "issue")["detail"]

@@ -796,8 +796,28 @@ def corrupt_frame(conv: Conversation, ch: Chooser, frames: list) -> StreamMutant
                         cut=_cut_one(segments, s, offset), expect=expect)
 
 
+def mid_stream_then_lost(conv: Conversation, ch: Chooser) -> StreamMutant:
+    """A capture that starts mid-conversation (its first segments, the handshake among them, not
+    captured), then loses, reorders or truncates: what every byte became is all that is checked
+    (no frame is sure to survive: the directions start by resynchronising)."""
+    data = _data_indices(conv.segments)
+    if len(data) < 3:
+        return StreamMutant(list(conv.segments), "too short to start mid-stream", exact=True)
+    start = ch.pick(data[1:])
+    segments = conv.segments[start:]
+    what = [f"starts at segment {start}"]
+    for _ in range(ch.int(1, 3)):
+        mutator = ch.pick([drop_segment, drop_segment, move_segment, duplicate_segment, split_segment])
+        mutant = mutator(Conversation(conv.name, segments), ch)
+        segments, what = mutant.segments, what + [mutant.what]
+    if ch.chance(3):
+        segments = segments[:ch.int(len(segments) // 2, len(segments))]
+        what.append(f"truncated to {len(segments)} segments")
+    return StreamMutant(segments, "; ".join(what), cut=_cut_all(segments, 0))
+
+
 SEGMENT_MUTATORS = [split_segment, merge_segments, move_segment, duplicate_segment, drop_segment,
-                    flip_payload, corrupt_frame, corrupt_frame]
+                    flip_payload, corrupt_frame, corrupt_frame, mid_stream_then_lost]
 
 
 def retarget(segments: list[Seg], port: int) -> list[Seg]:

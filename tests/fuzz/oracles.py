@@ -6,7 +6,9 @@
 - `check_record`: one decoder record against the JSON Lines contract of docs/decode.md, and
   rendered by the CLI's own renderers (`amqpcap decode --jsonl` and the readable form).
 - `check_accounting`: per connection and direction, stream bytes = decoded + skipped, and the
-  records agree with the connection summaries.
+  records agree with the connection summaries; byte by byte, the frames' and the issues' ranges
+  cover the stream from its first byte to its last, and no byte is both in a frame and skipped
+  (but the bytes lost inside a large body frame whose framing was kept).
 - `identities`: frames as (sender, receiver, stream offset, size, kind, channel, method,
   arguments), the identity the superset properties compare (independent of connection ids and of
   which side was taken for the client, which damage may change).
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import base64
+import bisect
 import math
 import re
 import struct
@@ -360,15 +363,19 @@ def check_accounting(records: list[dict], summaries: list[dict], known=None) -> 
     frames = Counter()
     sizes = Counter()
     extent = defaultdict(int)
+    spans = defaultdict(lambda: ([], []))  # key -> (frames' ranges and kinds, skipping issues' ranges)
     for record in records:
         if record["connection"] is None:
             continue
         key = (record["connection"], record["dir"])
         if record["kind"] == "issue":
             skipped[key] += record["bytes_skipped"]
+            if record["bytes_skipped"]:
+                spans[key][1].append((record["offset"], record["offset"] + record["size"], record["issue_kind"]))
         elif record["kind"] in FRAME_KINDS:
             frames[key] += 1
             sizes[key] += record["size"]
+            spans[key][0].append((record["offset"], record["offset"] + record["size"], record["kind"]))
         extent[key] = max(extent[key], record["offset"] + record["size"])
     # Two connections share an id when they share endpoints and first packet time (a capture
     # appended to itself): their facts add up like their records.
@@ -393,6 +400,36 @@ def check_accounting(records: list[dict], summaries: list[dict], known=None) -> 
         if facts["connections"] == 1 and extent[key] > facts["stream_bytes"]:
             raise ContractError(f"a record ends at {extent[key]}, past the stream's "
                                 f"{facts['stream_bytes']} bytes: {where}")
+        if facts["connections"] == 1 and (known is None or not known(records, *key, facts)):
+            check_tiling(*spans[key], facts["stream_bytes"], where)
+
+
+def check_tiling(frame_spans: list, issue_spans: list, stream_bytes: int, where: str) -> None:
+    """Every stream byte lies in a frame or in an issue that skipped it, and in only one of them:
+    frames do not overlap, an issue's range holds no byte of a frame (except bytes lost inside a
+    body frame whose framing was kept: the frame is recorded whole, the issue skips its lost part),
+    and together they leave no hole from offset 0 to the stream's end."""
+    frame_spans = sorted(frame_spans)
+    for (a, b, kind), (c, d, other) in zip(frame_spans, frame_spans[1:]):
+        if c < b:
+            raise ContractError(f"a {other} frame at {c}..{d} overlaps a {kind} frame at {a}..{b}: {where}")
+    starts = [a for a, _, _ in frame_spans]
+    for a, b, kind in issue_spans:
+        i = bisect.bisect_right(starts, a) - 1
+        for c, d, frame_kind in frame_spans[max(i, 0):]:
+            if c >= b:
+                break
+            if d > a and not (frame_kind == "body" and c <= a and b <= d):
+                raise ContractError(f"a {kind} issue skips {a}..{b}, where a {frame_kind} frame at {c}..{d} was "
+                                    f"decoded: {where}")
+    reached = 0
+    for a, b, kind in sorted([(a, b, k) for a, b, k in frame_spans] + issue_spans):
+        if a > reached:
+            raise ContractError(f"stream bytes {reached}..{a} are in no frame and no issue (the next "
+                                f"range is a {kind} at {a}..{b}): {where}")
+        reached = max(reached, b)
+    if reached < stream_bytes:
+        raise ContractError(f"stream bytes {reached}..{stream_bytes} are in no frame and no issue: {where}")
 
 
 # -- identities ------------------------------------------------------------------------------------
