@@ -128,14 +128,14 @@ class JobDisplay:
     def _line(self, counters: dict) -> str:
         import time
         elapsed = time.monotonic() - self.started
-        read = counters.get("bytes", 0)
+        read = counters.get("file_bytes", 0) / self.total_bytes  # (pipelines.stages.read.FileShare)
         decoded = counters.get("segments", 0)
-        parts = [f"{self.name:<13}", f"read {min(read / self.total_bytes, 1):.0%} of {self.files} files "
-                 f"({self.total_bytes / 1e6:,.0f} MB; {read / 1e6:,.0f} MB of packets)"]
+        parts = [f"{self.name:<13}", f"read {min(read, 1):.0%} of {self.files} files "
+                 f"({self.total_bytes / 1e6:,.0f} MB; {counters.get('bytes', 0) / 1e6:,.0f} MB of packets)"]
         if self.segments:
             parts.append(f"decoded {min(decoded / self.segments, 1):.0%} ({counters.get('records', 0):,} records)")
         parts.append(f"{_clock(elapsed)} elapsed")
-        fraction = (read / self.total_bytes) * 0.4 + (decoded / self.segments if self.segments else 0) * 0.6
+        fraction = min(read, 1) * 0.4 + (decoded / self.segments if self.segments else 0) * 0.6
         if 0.02 < fraction < 1:
             parts.append(f"ETA {_clock(elapsed * (1 - fraction) / fraction)}")
         return " · ".join(parts)

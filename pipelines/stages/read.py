@@ -74,7 +74,8 @@ def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | N
                         held_bytes=HELD_BYTES, buffer=HeldSegments)
     sorter = SegmentBuckets(buckets, files.parts)
     status, error = "ok", None
-    report = (lambda read, packets: progress.add(bytes=read, packets=packets)) if progress is not None else None
+    share = FileShare(progress, (end if end is not None else unit["size"]) - start) if progress is not None else None
+    report = share.add if share is not None else None
     local = local_path(uri) if place_payloads else None
     try:
         with open_input(uri) as source:
@@ -88,6 +89,8 @@ def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | N
     except OSError as failure:
         status, error = "failed", f"cannot read: {failure}"
     sorter.parser.finish()
+    if share is not None:
+        share.close()
     staged = files.close()
     stage_streams(staging, unit["unit"], sorter.streams.streams)
     facts = {"info": info_to_json(info), "status": status, "error": error, "segments": sum(staged.values()),
@@ -96,6 +99,29 @@ def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | N
              "skipped_packets": dict(sorter.parser.skipped),
              "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
     return staged, facts
+
+
+class FileShare:
+    """A unit's reading told as it goes: `bytes`, the packets' bytes read (with their record
+    headers); `file_bytes`, how much of the unit's share of the file that is, which the driver
+    compares with the files' sizes. The two differ (a file's own headers, pcapng's block framing,
+    gzip), so the share is estimated by the packets' bytes, never past the unit's size, and made
+    whole when the unit is done: once every unit is, the files are read to 100%."""
+
+    def __init__(self, progress: TaskProgress, size: int) -> None:
+        self.progress = progress
+        self.size = max(size, 0)
+        self.told = 0
+
+    def add(self, read: int, packets: int) -> None:
+        share = min(read, self.size - self.told)
+        self.told += share
+        self.progress.add(bytes=read, packets=packets, file_bytes=share)
+
+    def close(self) -> None:
+        if self.told < self.size:
+            self.progress.add(file_bytes=self.size - self.told)
+            self.told = self.size
 
 
 def info_to_json(info: CaptureInfo) -> dict:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import os
 
+import pytest
+
 from pipelines.inputs import canonical_uri
 from pipelines.progress import TaskProgress, totals
 from pipelines.stages.read import read_unit
@@ -57,14 +59,35 @@ def test_reading_reports_as_it_goes_not_only_at_the_end(tmp_path):
     _, facts = read_unit(unit, str(tmp_path), 2, recorder)
     packets, captured = facts["info"]["records"], facts["info"]["bytes"]
     assert packets > 3 * REPORT_EVERY
-    assert len(recorder.calls) == packets // REPORT_EVERY + 1  # steadily, not once at the end
-    assert sum(c["packets"] for c in recorder.calls) == packets
-    assert sum(c["bytes"] for c in recorder.calls) == captured + 16 * packets
+    reading = [c for c in recorder.calls if "packets" in c]
+    assert len(reading) == packets // REPORT_EVERY + 1  # steadily, not once at the end
+    assert sum(c["packets"] for c in reading) == packets
+    assert sum(c["bytes"] for c in reading) == captured + 16 * packets
+
+
+@pytest.mark.parametrize("name", ["channels_qos_get.pcap", "ipv6_pcapng.pcapng", "kombu_gzip.pcap.gz"])
+def test_every_unit_reads_its_share_of_the_file_to_the_end(tmp_path, name):
+    """What the progress line's "read N%" compares with the files' sizes: each unit's share of its
+    file, whole once the unit is done (packet bytes alone stopped at 96% of a pcap: its headers;
+    a gzip's went past its size), and never more than the share along the way."""
+    path = SAMPLES / name
+    size = os.path.getsize(path)
+    cuts = [0, size] if name.endswith(".gz") else [0, size // 3, 2 * size // 3, size]
+    told = 0
+    for n, (start, end) in enumerate(zip(cuts, cuts[1:])):
+        recorder = Recorder()
+        unit = {"unit": n, "file_index": 0, "uri": canonical_uri(str(path)), "start": start,
+                "end": None if end == size else end, "size": size}
+        read_unit(unit, str(tmp_path), 2, recorder)
+        shares = [c.get("file_bytes", 0) for c in recorder.calls]
+        assert sum(shares) == end - start and all(s >= 0 for s in shares)
+        told += sum(shares)
+    assert told == size
 
 
 def test_the_plain_display_logs_lines(tmp_path, caplog):
     from amqpcap.console import JobDisplay
-    TaskProgress(str(tmp_path), "read-0").add(bytes=500_000)
+    TaskProgress(str(tmp_path), "read-0").add(bytes=520_000, file_bytes=500_000)
     display = JobDisplay(1_000_000, 2, terminal=False)
     display.staging = str(tmp_path)
     with caplog.at_level(logging.INFO, logger="amqpcap"):
