@@ -195,8 +195,7 @@ class CaptureDecoder:
         return records
 
     def _count_connection(self, connection: AmqpConnection) -> None:
-        status = connection.status if connection.status != "undecided" else "no-payload"
-        self.stats.connections[status] += 1
+        self.stats.connections[connection.speaks()] += 1
         self.stats.ignored_bytes += connection.ignored_bytes
         if connection.headers_folded or connection.bodies_folded:  # counted as if they had made records
             kinds = self._kinds

@@ -126,13 +126,20 @@ def body_frame(channel: int, payload: bytes, size: int) -> ContentBody:
 
 # Protocol header bytes 4..7 -> version, per the seeds' header diagrams (AMQP.md section 1.1).
 # 0-9-1 writes 0, major, minor, revision; 0-9 writes class 1, instance 1, major, minor; 0-8 is
-# recognised so it can be reported by name.
+# recognised so it can be reported by name. AMQP 1.0 (OASIS, RabbitMQ 4's native protocol on the
+# same port) writes a protocol id, then 1 0 0: 0 AMQP, 2 TLS, 3 SASL, each layer announced by a
+# header of its own (its frames are walked, not decoded: amqp_decode.stream).
 _HEADER_VERSIONS = {
     (0, 0, 9, 1): "0-9-1",
     (1, 1, 0, 9): "0-9",
     (1, 1, 8, 0): "0-8",
     (1, 1, 9, 1): "0-8",
+    (1, 1, 0, 10): "0-10",
+    (0, 1, 0, 0): "1.0",
+    (2, 1, 0, 0): "1.0",
+    (3, 1, 0, 0): "1.0",
 }
+AMQP_1_0_LAYERS = {0: "AMQP", 2: "TLS", 3: "SASL"}  # by the protocol id of a 1.0 header
 PROTOCOL_HEADER_SIZE = 8
 
 
@@ -149,6 +156,8 @@ class ProtocolHeader(msgspec.Struct, frozen=True):  # (a Struct: made in C at im
     def description(self) -> str:
         if self.is_amqp:
             numbers = " ".join(str(b) for b in self.raw[4:8])
+            if self.version == "1.0":
+                return f"AMQP {numbers} (1.0, {AMQP_1_0_LAYERS[self.raw[4]]})"
             return f"AMQP {numbers}" + (f" ({self.version})" if self.version else " (unknown version)")
         return "not AMQP: " + self.raw.hex(" ")
 

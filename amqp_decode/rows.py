@@ -392,6 +392,6 @@ class RawRows:
                "end_reason": summary["end_reason"], "run_id": self.run_id}
         for label, prefix in (("C>S", "c2s"), ("S>C", "s2c")):
             facts = summary["directions"].get(label, {})
-            for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets"):
+            for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets", "undecoded_frames"):
                 row[f"{prefix}_{name}"] = facts.get(name)
         return row

@@ -65,7 +65,8 @@ def save(connection: AmqpConnection, analyzer, seq: int, capture_names: list[str
                 "first_capture": name(tcp.first_capture),
                 "streams": {name(c): n for c, n in tcp.streams.items()},
                 "halves": [_half(h, name, _may_send_secrets(connection, h.direction)) for h in tcp.halves]},
-        "amqp": {"id": connection.id, "version": connection.version, "client": connection.client,
+        "amqp": {"id": connection.id, "version": connection.version, "protocol": connection.protocol,
+                 "client": connection.client,
                  "client_reason": connection.client_reason, "status": connection.status,
                  "pending": [(direction, record.as_dict()) for direction, record in connection.pending],
                  "ignored_bytes": connection.ignored_bytes,
@@ -109,7 +110,9 @@ def _reader(reader: FrameReader, name, may_send_secrets: bool) -> dict:
              "skip_remaining": reader.skip_remaining,
              "skip_detail": reader.skip_detail, "resync_waiting": sorted(reader.resync_live or ()),
              "resync_scanned": reader.resync_scanned, "body": body, "frames": reader.frames,
-             "decoded_bytes": reader.decoded_bytes, "skipped_bytes": reader.skipped_bytes}
+             "decoded_bytes": reader.decoded_bytes, "skipped_bytes": reader.skipped_bytes,
+             "walked_frames": reader.walked_frames, "walked_sasl": reader.walked_sasl,
+             "undecoded_frames": reader.undecoded_frames, "opaque_kind": reader.opaque_kind}
     if reader.buf and (reader.state == FRAMES and reader.connection.codec.may_hold_secret(reader.buf)
                        or reader.state == RESYNC and may_send_secrets):
         saved.update(_withheld(reader, name))
@@ -212,6 +215,9 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
         connection.codec = connection.codecs[amqp["version"]]
         connection.frame_start = frame_start_for(connection.codec, connection.settings.resync_max_frame)
     connection.status = amqp["status"]
+    connection.protocol = amqp.get("protocol")
+    if connection.protocol == "amqp-1.0":
+        connection.version = amqp["version"]
     connection.ignored_bytes = amqp["ignored_bytes"]
     connection.first_capture = index(amqp["first_capture"])
     if amqp["client"] is not None:
@@ -248,6 +254,9 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
         reader.body = dict(state["body"], capture=index(state["body"]["capture"])) if state["body"] else None
         reader.frames, reader.decoded_bytes = state["frames"], state["decoded_bytes"]
         reader.skipped_bytes = state["skipped_bytes"]
+        reader.walked_frames, reader.walked_sasl = state.get("walked_frames", 0), state.get("walked_sasl", 0)
+        reader.undecoded_frames = state.get("undecoded_frames", 0)
+        reader.opaque_kind = state.get("opaque_kind", reader.opaque_kind)
 
 
 # -- the analytics objects: pickled, their links to this run's objects by name --------------------

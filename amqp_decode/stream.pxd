@@ -6,7 +6,7 @@ from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, ContentBody
 from amqp_decode.record cimport Record, add_message, end_record, new_record
 from amqp_decode.tcp cimport StreamSink, TcpConnection
 
-cdef int START, FRAMES, RESYNC, BODY, SKIP
+cdef int START, FRAMES, RESYNC, BODY, SKIP, WALK, OPAQUE, AMQP_1_0_HEADER
 cdef long long STREAM_BODY_MIN
 cdef dict _HEADER_TEXTS
 
@@ -51,6 +51,10 @@ cdef class FrameReader:
     cdef public object resync_order
     cdef public long long resync_scanned
     cdef public object body
+    cdef public long long walked_frames
+    cdef public long long walked_sasl
+    cdef public long long undecoded_frames
+    cdef public str opaque_kind
     cdef public long long frames
     cdef public long long decoded_bytes
     cdef public long long skipped_bytes
@@ -68,7 +72,13 @@ cdef class FrameReader:
                    max_frame=cython.longlong, available=cython.longlong, step=cython.longlong,
                    codec=Codec, frame=Frame)
     cpdef long long _run(self, object buf, bint final)
+    cpdef _report_skipped(self, long long end, object last_byte)
     cpdef str _skip_text(self, long long start)
+    @cython.locals(size=cython.longlong, available=cython.longlong, step=cython.longlong,
+                   frame_size=cython.longlong, offset_words=cython.int, frame_type=cython.int)
+    cpdef long long _walk(self, object buf, long long pos, bint final)
+    @cython.locals(buffered=cython.longlong, inside=cython.bint)
+    cpdef _walk_gap(self, long long offset, long long size)
     cpdef _end_skip(self, long long pos=*)
     cpdef _known_frame_size(self)
     @cython.locals(starts=FrameStart, i=cython.longlong, available=cython.longlong, due=list, live=set,
@@ -107,6 +117,7 @@ cdef class AmqpConnection(StreamSink):
     cdef public tuple labels
     cdef public tuple directions
     cdef public str status
+    cdef public object protocol
     cdef public list pending
     cdef public dict contents
     cdef public long long ignored_bytes
@@ -122,13 +133,15 @@ cdef class AmqpConnection(StreamSink):
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
     @cython.locals(reader=FrameReader)
     cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
+    cpdef str speaks(self)
     cpdef dict summary(self)
     cpdef bint syn_seen(self, int direction)
     cpdef _classify(self, int direction)
     cpdef _port_guess(self, object server_ports=*)
     @cython.locals(record=Record)
-    cpdef protocol_header(self, FrameReader reader, object header, long long offset)
-    cpdef bint no_protocol_header(self, FrameReader reader, object buf, long long pos)
+    cpdef int protocol_header(self, FrameReader reader, object header, long long offset)
+    cpdef int no_protocol_header(self, FrameReader reader, object buf, long long pos)
+    cpdef int _counted(self, FrameReader reader, str what)
     cpdef _decide_client(self, object direction, str how)
     @cython.locals(channel=cython.int, record=Record, content=_Content, method_frame=MethodFrame,
                    header=ContentHeader, body=ContentBody, orphan=cython.bint)

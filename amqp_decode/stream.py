@@ -28,6 +28,7 @@ from amqp_decode.codec import FRAME_HEADER_SIZE, Codec
 from amqp_decode.errors import DecodeError, TruncatedFrame
 from amqp_decode.frame_start import FRAME_START_BYTES, frame_start_for
 from amqp_decode.frames import PROTOCOL_HEADER_SIZE, parse_protocol_header, protocol_header_texts
+from amqp_decode.other_protocols import name_protocol
 from amqp_decode.packets import format_endpoint
 from amqp_decode.record import Record, add_message, end_record, new_record
 from amqp_decode.settings import Settings
@@ -39,10 +40,19 @@ _FRAME_HEADER = struct.Struct(">BHI").unpack_from
 
 
 # A FrameReader's states: before the protocol header, framing, resynchronising, inside a large
-# body frame streamed as it arrives, skipping the rest of a frame a gap interrupted.
-START, FRAMES, RESYNC, BODY, SKIP = range(5)
+# body frame streamed as it arrives, skipping the rest of a frame a gap interrupted; and for what is
+# not AMQP 0-9-1: walking AMQP 1.0's frames (counted by their own header, not decoded), counting
+# the bytes of another protocol (`opaque`: not framed at all).
+START, FRAMES, RESYNC, BODY, SKIP, WALK, OPAQUE = range(7)
 # The same for Python callers (amqp_decode.state): compiled, the names above are C ints, not exported.
-READER_STATES = {"start": START, "frames": FRAMES, "resync": RESYNC, "body": BODY, "skip": SKIP}
+READER_STATES = {"start": START, "frames": FRAMES, "resync": RESYNC, "body": BODY, "skip": SKIP, "walk": WALK,
+                 "opaque": OPAQUE}
+NOT_DECODED = "not-decoded"  # the issue kind of bytes walked or counted, not decoded
+# AMQP 1.0's frame header (OASIS AMQP 1.0, 2.3.1): size (the whole frame's), data offset in
+# 4-byte words (at least 2: the header), type (0 AMQP, 1 SASL), then two type-specific octets
+_AMQP_1_0_FRAME = struct.Struct(">IBB").unpack_from
+AMQP_1_0_HEADER = 8
+AMQP_1_0_TYPES = {0: "AMQP", 1: "SASL"}
 
 
 class FrameReader:
@@ -73,6 +83,11 @@ class FrameReader:
         self.resync_order: deque[int] | None = None
         self.resync_scanned = 0  # stream offset up to which candidates have been judged
         self.body: dict | None = None  # streaming body frame in progress
+        # walking AMQP 1.0: the frames of the run not yet reported (all, SASL ones), and in all
+        self.walked_frames = 0
+        self.walked_sasl = 0
+        self.undecoded_frames = 0
+        self.opaque_kind = NOT_DECODED  # what counting another protocol's bytes reports them as
         self.frames = 0
         self.decoded_bytes = 0
         self.skipped_bytes = 0
@@ -108,13 +123,13 @@ class FrameReader:
 
     def gap(self, offset: int, size: int, ts_ns: int) -> None:
         self.chunks.append((offset + size, ts_ns, -1, 0))
-        if self.skipped and (self.state == RESYNC or self.state == SKIP):
-            # What a resynchronisation (or a skip) dropped so far lies before the gap: its own issue,
-            # so that every issue's range holds the bytes it counts (the gap's range comes after)
-            self._issue("resync" if self.state == RESYNC else "gap", self._skip_text(self.base - self.skipped),
-                        self.skipped, self.base - self.skipped, self.base, None, self.skip_first,
-                        self.skip_last if self.state == RESYNC else None)
-            self.skipped = 0
+        if self.skipped and self.state != FRAMES and self.state != BODY:
+            # What a resynchronisation (or a skip, a walk) dropped so far lies before the gap: its own
+            # issue, so that every issue's range holds the bytes it counts (the gap's comes after)
+            self._report_skipped(self.base, self.skip_last if self.state == RESYNC else None)
+        if self.state == WALK or self.state == OPAQUE:
+            self._walk_gap(offset, size)
+            return
         if self.state == BODY and size < self.body["remaining"]:
             self.body["remaining"] -= size
             self.body["intact"] = False
@@ -163,6 +178,11 @@ class FrameReader:
             self._issue("truncated", f"stream ended inside a {self.body['size']}-byte body frame",
                         done + left, self.body["start"], self.end, self.body["channel"])
             self.body = None
+        elif self.state in (WALK, OPAQUE) and (self.skipped or left):
+            if not self.skipped:
+                self.skip_first = self._first_byte(self.base)
+            self.skipped += left
+            self._report_skipped(self.end, None)
         elif self.state in (RESYNC, SKIP) and (self.skipped or left):
             if not self.skipped:
                 self.skip_first = self._first_byte(self.base)
@@ -220,6 +240,16 @@ class FrameReader:
                 pos = next_pos
             elif state == BODY:
                 pos = self._feed_body(buf, pos)
+            elif state == WALK:
+                walked = self._walk(buf, pos, final)
+                if walked == pos and self.state == WALK:
+                    break  # a frame header (or protocol header) not whole yet
+                pos = walked
+            elif state == OPAQUE:
+                if not self.skipped:
+                    self.skip_first = self._first_byte(self.base + pos)
+                self.skipped += size - pos
+                pos = size
             elif state == START:
                 available = len(buf) - pos
                 if buf[pos:pos + 4] == b"AMQP"[:min(4, available)] and available < PROTOCOL_HEADER_SIZE \
@@ -227,14 +257,13 @@ class FrameReader:
                     break
                 if buf[pos:pos + 4] == b"AMQP" and available >= PROTOCOL_HEADER_SIZE:
                     header = parse_protocol_header(buf[pos:pos + PROTOCOL_HEADER_SIZE])
-                    self.connection.protocol_header(self, header, self.base + pos)
+                    self.state = self.connection.protocol_header(self, header, self.base + pos)
                     codec = self.connection.codec
                     pos += PROTOCOL_HEADER_SIZE
-                    self.state = FRAMES
+                elif self.mid_stream:
+                    self.state = RESYNC
                 else:
-                    self.state = RESYNC if self.mid_stream else FRAMES
-                    if not self.mid_stream and self.connection.no_protocol_header(self, buf, pos):
-                        self.state = RESYNC
+                    self.state = self.connection.no_protocol_header(self, buf, pos)
             elif state == RESYNC:
                 found, keep = self._find_sync(buf, pos, final)
                 if not self.skipped and (keep if found is None else found) > pos:
@@ -264,8 +293,24 @@ class FrameReader:
                     self._end_skip(pos)
         return pos
 
+    def _report_skipped(self, end: int, last_byte) -> None:
+        """The bytes dropped (or walked) so far, up to stream offset `end`, as their issue."""
+        state = self.state
+        kind = "resync" if state == RESYNC else "gap" if state == SKIP else NOT_DECODED if state == WALK \
+            else self.opaque_kind
+        start = end - self.skipped
+        self._issue(kind, self._skip_text(start), self.skipped, start, end, None, self.skip_first, last_byte)
+        self.skipped = 0
+        self.walked_frames = self.walked_sasl = 0
+
     def _skip_text(self, start: int) -> str:
         """Why the bytes a resynchronisation dropped from stream offset `start` were skipped."""
+        if self.state == WALK:
+            amqp = self.walked_frames - self.walked_sasl
+            kinds = [f"{n} {name}" for n, name in ((self.walked_sasl, "SASL"), (amqp, "AMQP")) if n]
+            return (f"AMQP 1.0: {self.walked_frames} frame{'s' if self.walked_frames != 1 else ''}"
+                    + (f" ({', '.join(kinds)})" if kinds else "") + " walked by their headers, not decoded"
+                    + (f"; {self.skip_detail}" if self.skip_detail else ""))
         if self.skip_detail:
             return self.skip_detail
         if self.state == RESYNC:
@@ -374,6 +419,84 @@ class FrameReader:
         if following is None and verdict + FRAME_HEADER_SIZE > len(buf) and not final:
             return None  # the next frame's header has not arrived yet
         return True
+
+    # -- AMQP 1.0 and other protocols: counted, not decoded -------------------------------------
+
+    def _walk(self, buf, pos: int, final: bool) -> int:
+        """AMQP 1.0's frames from `pos`, each skipped by its own header's size and counted (the
+        run's bytes in `skipped`, reported as one issue when a protocol header or a gap ends the
+        run, or the stream ends); a protocol header between them (SASL's outcome, then AMQP's) is
+        a record as any other. Returns where the bytes ran out (== `pos`: more are needed)."""
+        size = len(buf)
+        while pos < size:
+            if self.skip_remaining:  # inside a frame
+                if not self.skipped:  # (a run that begins inside a frame: after a gap)
+                    self.skip_first = self._first_byte(self.base + pos)
+                step = min(self.skip_remaining, size - pos)
+                self.skip_remaining -= step
+                self.skipped += step
+                pos += step
+                continue
+            available = size - pos
+            if buf[pos:pos + 4] == b"AMQP"[:min(4, available)]:  # a protocol header (or its start)
+                if available < PROTOCOL_HEADER_SIZE and not final:
+                    break
+                if available >= PROTOCOL_HEADER_SIZE:
+                    if self.skipped:
+                        self._report_skipped(self.base + pos, None)
+                    header = parse_protocol_header(buf[pos:pos + PROTOCOL_HEADER_SIZE])
+                    self.state = self.connection.protocol_header(self, header, self.base + pos)
+                    pos += PROTOCOL_HEADER_SIZE
+                    if self.state != WALK:
+                        break
+                    continue
+            if available < AMQP_1_0_HEADER:
+                if final:  # the stream ends inside a frame header: counted with the run
+                    if not self.skipped:
+                        self.skip_first = self._first_byte(self.base + pos)
+                    self.skipped += available
+                    self.skip_detail = "the stream ended inside a frame header"
+                    pos = size
+                break
+            frame_size, offset_words, frame_type = _AMQP_1_0_FRAME(buf, pos)
+            if frame_size < 8 or offset_words < 2 or offset_words * 4 > frame_size or frame_type > 1 \
+                    or frame_size > self.connection.settings.max_frame:
+                # not a 1.0 frame: what follows cannot be walked; counted to the end
+                if self.skipped:
+                    self._report_skipped(self.base + pos, None)
+                self.state = OPAQUE
+                self.opaque_kind = NOT_DECODED
+                self.skip_detail = (f"AMQP 1.0 framing lost at stream offset {self.base + pos} (a frame header "
+                                    f"claiming {frame_size} bytes, data offset {offset_words}, type {frame_type}): "
+                                    "the rest of the direction counted, not decoded")
+                return pos
+            if not self.skipped:
+                self.skip_first = self._first_byte(self.base + pos)
+            self.walked_frames += 1
+            self.undecoded_frames += 1
+            if frame_type == 1:
+                self.walked_sasl += 1
+            self.skip_remaining = frame_size
+        return pos
+
+    def _walk_gap(self, offset: int, size: int) -> None:
+        """Bytes not captured while walking or counting: a `gap` issue of their own. Walking goes on
+        when the gap lies inside the frame being walked (its header said how long it is); else the
+        next frame's start is unknown and the rest of the direction is counted."""
+        buffered = len(self.buf)
+        inside = self.state == WALK and not buffered and size < self.skip_remaining
+        self._issue("gap", f"{size} bytes not captured" + (
+            f"; {buffered} received bytes of an incomplete frame header dropped" if buffered else ""),
+            size + buffered, self.base, offset + size, None)
+        self.end += size
+        self.buf = bytearray()
+        self.base = offset + size
+        if inside:
+            self.skip_remaining -= size
+        elif self.state == WALK:
+            self.state = OPAQUE
+            self.opaque_kind = NOT_DECODED
+            self.skip_detail = "AMQP 1.0 framing lost after bytes not captured: the rest counted, not decoded"
 
     # -- large bodies -------------------------------------------------------------------------
 
@@ -534,6 +657,9 @@ class AmqpConnection(StreamSink):
         self.labels = ((None, None), (None, None))  # per direction: (client, server) once decided
         self.directions = (None, None)  # per direction: "C>S" / "S>C" once decided
         self.status = "undecided"  # -> "amqp", "not-amqp", "tls"
+        # What it speaks when that is not AMQP 0-9-1 or 0-9 though its bytes go to the readers:
+        # "amqp-1.0" (walked), or another protocol its client's first bytes named ("http", ...)
+        self.protocol: str | None = None
         self.pending: list[tuple[int, dict]] = []
         self.contents: dict[tuple[int, int], _Content] = {}
         self.ignored_bytes = 0
@@ -607,6 +733,16 @@ class AmqpConnection(StreamSink):
             reader.connection = None
         self.tcp = None
 
+    def speaks(self) -> str:
+        """What the tables say the connection is (their `status`): amqp (0-9-1 or 0-9, decoded),
+        amqp-1.0 (walked), another protocol its client spoke (http, tls, mqtt...: counted), tls (on
+        a TLS port), not-amqp, or no-payload."""
+        if self.status == "undecided":
+            return "no-payload"
+        if self.status == "amqp" and self.protocol is not None:
+            return self.protocol
+        return self.status
+
     def summary(self) -> dict:
         """Per-connection facts for reports and byte accounting (direction labels as in records)."""
         directions = {}
@@ -616,11 +752,11 @@ class AmqpConnection(StreamSink):
             half = self.tcp.halves[reader.direction]
             directions[label] = {"stream_bytes": half.next, "decoded_bytes": reader.decoded_bytes,
                                  "skipped_bytes": reader.skipped_bytes, "frames": reader.frames,
+                                 "undecoded_frames": reader.undecoded_frames,
                                  "packets": half.packets, "duplicate_bytes": half.duplicate_bytes}
         client = self.client if self.client is not None else 0
         capture = self.tcp.first_capture
-        return {"connection": self.id,
-                "status": self.status if self.status != "undecided" else "no-payload",
+        return {"connection": self.id, "status": self.speaks(),
                 "capture": self.capture_names[capture] if capture >= 0 else None, "client": self.endpoints[client],
                 "server": self.endpoints[1 - client], "client_decided_by": self.client_reason,
                 "version": self.version, "first_ts_ns": self.tcp.first_ts_ns,
@@ -731,37 +867,65 @@ class AmqpConnection(StreamSink):
             return 1 if a_amqp else 0
         return None
 
-    def protocol_header(self, reader: FrameReader, header, offset: int) -> None:
+    def protocol_header(self, reader: FrameReader, header, offset: int) -> int:
+        """A protocol header from `reader`'s side: a record (the client's picks the spec); returns
+        the state the reader goes on in: framing, or for AMQP 1.0 walking its frames (its TLS
+        layer: counting the TLS records that follow)."""
+        version = header.version
         if self.client is None or self.client == reader.direction:
             if self.client is None:
                 self._decide_client(reader.direction, "protocol header")
-            version = header.version
             if version in self.codecs:
                 self.version = version
                 self.codec = self.codecs[version]
                 self.frame_start = frame_start_for(self.codec, self.settings.resync_max_frame)
+            elif version == "1.0":
+                self.version = version
+                self.protocol = "amqp-1.0"
         record = self._record(reader, "protocol-header", offset, offset + PROTOCOL_HEADER_SIZE, None)
         description, raw = protocol_header_texts(header)
-        record.version = header.version
+        record.version = version
         record.protocol_header = description
         record.raw = raw
-        if header.is_amqp and header.version not in self.codecs:
+        if header.is_amqp and version not in self.codecs and version != "1.0":
             self.issue(reader, "unsupported-version", f"{description}: no spec loaded for it; decoding as "
                        f"{self.codec.spec.version}", 0, offset, offset + PROTOCOL_HEADER_SIZE, None)
         reader.decoded_bytes += PROTOCOL_HEADER_SIZE
         reader.frames += 1
+        if self.protocol != "amqp-1.0":
+            return FRAMES
+        if version == "1.0" and header.raw[4] == 2:  # AMQP 1.0's TLS layer: TLS records follow
+            reader.opaque_kind = "tls-not-decoded"
+            reader.skip_detail = "TLS inside AMQP 1.0 (its TLS layer): not decrypted"
+            return OPAQUE
+        return WALK
 
-    def no_protocol_header(self, reader: FrameReader, buf, pos: int) -> bool:
-        """A stream seen from its start that does not begin with 'AMQP'. From a server that is
-        normal (its first frame); from the client it is another protocol, reported with its first
-        bytes. Returns True when framing should resynchronise rather than start here."""
+    def no_protocol_header(self, reader: FrameReader, buf, pos: int) -> int:
+        """A stream seen from its start that does not begin with 'AMQP'; returns the state its
+        reader goes on in. From a server that is normal (its first frame), unless its client spoke
+        another protocol. From the client it is another protocol, reported with its first bytes and
+        named when they tell which (amqp_decode.other_protocols): its bytes are then counted, not
+        framed; unnamed, framing resynchronises (a client that skipped its header may still talk AMQP)."""
         if reader.direction != self.tcp.syn_from:
-            return False
-        first = bytes(buf[pos:pos + PROTOCOL_HEADER_SIZE])
-        header = parse_protocol_header(first.ljust(PROTOCOL_HEADER_SIZE, b"\0"))
-        self.issue(reader, "not-amqp-header", f"the client's first bytes are not an AMQP protocol header: "
-                   f"{header.description}", 0, pos + reader.base, pos + reader.base, None)
-        return True
+            if self.protocol is not None and self.protocol != "amqp-1.0":
+                return self._counted(reader, "from the server of a client that spoke " + self.protocol)
+            return FRAMES
+        first = bytes(buf[pos:pos + 64])
+        header = parse_protocol_header(first[:PROTOCOL_HEADER_SIZE].ljust(PROTOCOL_HEADER_SIZE, b"\0"))
+        named = name_protocol(first)
+        if named is None:
+            self.issue(reader, "not-amqp-header", f"the client's first bytes are not an AMQP protocol header: "
+                       f"{header.description}", 0, pos + reader.base, pos + reader.base, None)
+            return RESYNC
+        self.protocol, name = named
+        self.issue(reader, "not-amqp-header", f"the client speaks {name}, not AMQP (its first bytes: "
+                   f"{first[:PROTOCOL_HEADER_SIZE].hex(' ')})", 0, pos + reader.base, pos + reader.base, None)
+        return self._counted(reader, f"{name} from the client")
+
+    def _counted(self, reader: FrameReader, what: str) -> int:
+        reader.opaque_kind = "tls-not-decoded" if self.protocol == "tls" else NOT_DECODED
+        reader.skip_detail = f"{what}: counted, not decoded"
+        return OPAQUE
 
     def _decide_client(self, direction: int | None, how: str) -> None:
         if direction is None:

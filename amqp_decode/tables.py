@@ -324,9 +324,12 @@ class StreamsRow(TypedDict, total=False):
     client: Client
     server: Server
     status: Annotated[str | None, "string",
-                      "amqp, tls (on a TLS port: not decoded), not-amqp or no-payload"]
+                      "amqp (0-9-1 or 0-9: decoded), amqp-1.0 (its frames walked and counted, not decoded), "
+                      "tls (on a TLS port, or a TLS client on an AMQP port: not decoded), http, mqtt, stomp, "
+                      "ssh, proxy or redis (what a client on an AMQP port spoke instead: counted, not "
+                      "decoded), not-amqp or no-payload"]
     version: Annotated[str | None, "string",
-                       "protocol version from the client's header (null when not captured)"]
+                       "protocol version from the client's header: 0-9-1, 0-9, 1.0... (null when not captured)"]
     client_decided_by: Annotated[str | None, "string",
                                  "how the client side was told: protocol header, SYN, port, a method's "
                                  "direction, or a guess"]
@@ -340,11 +343,15 @@ class StreamsRow(TypedDict, total=False):
     c2s_skipped_bytes: Annotated[int | None, "bigint", "client to server: bytes counted in issues"]
     c2s_frames: Annotated[int | None, "bigint", "client to server: frames (protocol header included)"]
     c2s_packets: Annotated[int | None, "bigint", "client to server: TCP segments"]
+    c2s_undecoded_frames: Annotated[int | None, "bigint",
+                                    "client to server: frames walked by their headers, not decoded (AMQP 1.0)"]
     s2c_stream_bytes: Annotated[int | None, "bigint", "server to client: TCP stream bytes (gaps included)"]
     s2c_decoded_bytes: Annotated[int | None, "bigint", "server to client: bytes in decoded frames"]
     s2c_skipped_bytes: Annotated[int | None, "bigint", "server to client: bytes counted in issues"]
     s2c_frames: Annotated[int | None, "bigint", "server to client: frames"]
     s2c_packets: Annotated[int | None, "bigint", "server to client: TCP segments"]
+    s2c_undecoded_frames: Annotated[int | None, "bigint",
+                                    "server to client: frames walked by their headers, not decoded (AMQP 1.0)"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -519,7 +526,9 @@ class ConnectionsRow(TypedDict, total=False):
     capture: Capture
     client: Client
     server: Server
-    status: Annotated[str | None, "string", "amqp, tls, not-amqp or no-payload (from streams)"]
+    status: Annotated[str | None, "string",
+                      "amqp, amqp-1.0, tls, another protocol (http, mqtt...), not-amqp or no-payload "
+                      "(from streams)"]
     version: Annotated[str | None, "string", "protocol version from the client's header"]
     saw_start: Annotated[bool | None, "boolean", "the capture saw the connection's start (its SYN)"]
     started_at: Annotated[int | None, "timestamp", "first packet (the SYN when seen)"]

@@ -106,14 +106,14 @@ class ConnectionEnds:
 
     def end(self, value: Record, now_ns: int | None) -> Record | None:
         """The `connection-end` record for the decoder's CONNECTION_END `record` (None for
-        connections that carried no AMQP: not-amqp, no payload). `now_ns`: the time of the packet
+        connections that made no record: not-amqp, no payload). `now_ns`: the time of the packet
         the decoder was at when it ended the connection."""
         record = as_record(value)
         summary = record.summary
         self.last_connection = self.last_facts = None
         facts = self.facts.pop(record.connection, None) or _Facts()
         status = summary["status"]
-        if status not in ("amqp", "tls"):
+        if status == "not-amqp" or status == "no-payload":
             return None
         tcp_end, last = summary["end_reason"], summary["last_ts_ns"]
         # fin/rst: the connection's last packet; port-reuse: the SYN that reused it; capture-end:

@@ -6,7 +6,7 @@ from amqp_decode.record cimport Record, as_record
 from amqp_decode.stream cimport AmqpConnection, FrameReader, _Content
 from amqp_decode.tcp cimport HalfStream, TcpConnection
 
-cdef int RESYNC, BODY, SKIP
+cdef int BODY
 
 
 @cython.locals(segments=SegmentDecoder, tcp=TcpConnection, sink=AmqpConnection, half=HalfStream,

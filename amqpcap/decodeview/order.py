@@ -27,7 +27,7 @@ from amqp_decode.record import Record, as_record
 from amqp_decode.stream import READER_STATES
 
 # decoder reader states that hold bytes already skipped or a body frame in progress
-RESYNC, BODY, SKIP = READER_STATES["resync"], READER_STATES["body"], READER_STATES["skip"]
+BODY = READER_STATES["body"]
 DEFAULT_CAP = 200_000
 RUN_CHUNK = 1 << 18  # bytes per chunk of renderings held one after another (TimeOrder's `into`)
 
@@ -83,7 +83,7 @@ def _reader_low(reader, low: int) -> int:
         low = min(low, first)
     if state == BODY and reader.body is not None:
         low = min(low, reader.body["first_ts"])
-    elif (state == RESYNC or state == SKIP) and reader.skipped:
+    elif reader.skipped:  # bytes dropped (resync, skip) or counted (AMQP 1.0, another protocol) not yet told
         low = min(low, reader.skip_first[0])
     return low
 

@@ -4,6 +4,7 @@ and latency group; checked against the samples' known facts."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -33,7 +34,11 @@ def test_nearest_rank_percentiles():
 def test_stats_agree_with_the_known_facts(capfdbinary, expected_path):
     facts = json.loads(expected_path.read_text())
     summary = stats(capfdbinary, capture_for(expected_path))
-    assert len(summary["connections"]) == facts["connections"]
+    # every TCP connection: the AMQP ones listed, the others (AMQP 1.0, another protocol) counted
+    assert len(summary["connections"]) + sum(summary["other_connections"].values()) == facts["connections"]
+    assert summary["other_connections"] == Counter(p["protocol"] for p in facts.get("protocols", [])
+                                                   if p["protocol"] != "amqp-0-9-1") + \
+        Counter({"http": 1} if expected_path.name.startswith("protocol_headers") else {})
     assert {c["user"] for c in summary["connections"]} - {None} == set(facts["users"])
     outcomes = summary["deliveries"]["outcomes"]
     messages = facts["messages"]

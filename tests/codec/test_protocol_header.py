@@ -11,6 +11,10 @@ from amqp_decode.frames import looks_like_protocol_header, parse_protocol_header
     (b"AMQP\x01\x01\x00\x09", "0-9", "AMQP 1 1 0 9 (0-9)"),
     (b"AMQP\x01\x01\x08\x00", "0-8", "AMQP 1 1 8 0 (0-8)"),
     (b"AMQP\x02\x00\x01\x01", None, "AMQP 2 0 1 1 (unknown version)"),
+    (b"AMQP\x01\x01\x00\x0a", "0-10", "AMQP 1 1 0 10 (0-10)"),
+    (b"AMQP\x03\x01\x00\x00", "1.0", "AMQP 3 1 0 0 (1.0, SASL)"),
+    (b"AMQP\x00\x01\x00\x00", "1.0", "AMQP 0 1 0 0 (1.0, AMQP)"),
+    (b"AMQP\x02\x01\x00\x00", "1.0", "AMQP 2 1 0 0 (1.0, TLS)"),
     (b"HTTP/1.1", None, "not AMQP: 48 54 54 50 2f 31 2e 31"),
 ])
 def test_protocol_headers(raw, version, description):

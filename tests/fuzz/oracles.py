@@ -212,7 +212,8 @@ def gunzip_prefix(data: bytes) -> bytes:
 STREAM_ISSUES = {"gap", "resync", "framing", "truncated", "retransmission-conflict", "unknown-class",
                  "unknown-method", "malformed-payload", "unknown-field-tag", "unknown-property",
                  "trailing-bytes", "unexpected-header", "unexpected-body", "content-incomplete",
-                 "unsupported-version", "uninterpreted-frame", "not-amqp-header", "tls-not-decoded"}
+                 "unsupported-version", "uninterpreted-frame", "not-amqp-header", "tls-not-decoded",
+                 "not-decoded"}
 # amqp_decode/capture/__init__.py: damage to the capture file itself
 CAPTURE_ISSUES = {"truncated-record", "truncated-file", "damaged-record-header", "garbage-between-blocks",
                   "damaged-block", "unknown-interface", "gzip-damaged", "concatenated-capture",
