@@ -142,6 +142,7 @@ cdef class AmqpConnection(StreamSink):
     cpdef int protocol_header(self, FrameReader reader, object header, long long offset)
     cpdef int no_protocol_header(self, FrameReader reader, object buf, long long pos)
     cpdef int _counted(self, FrameReader reader, str what)
+    cpdef int mid_stream_start(self, FrameReader reader, object buf, long long pos)
     cpdef _decide_client(self, object direction, str how)
     @cython.locals(channel=cython.int, record=Record, content=_Content, method_frame=MethodFrame,
                    header=ContentHeader, body=ContentBody, orphan=cython.bint)

@@ -261,7 +261,9 @@ class FrameReader:
                     codec = self.connection.codec
                     pos += PROTOCOL_HEADER_SIZE
                 elif self.mid_stream:
-                    self.state = RESYNC
+                    # a capture begun inside a connection: AMQP 1.0 frames from a frame's start are
+                    # told by their header (no 0-9-1 frame starts with octet 0); else resynchronise
+                    self.state = self.connection.mid_stream_start(self, buf, pos)
                 else:
                     self.state = self.connection.no_protocol_header(self, buf, pos)
             elif state == RESYNC:
@@ -586,6 +588,22 @@ class FrameReader:
         if last is None:
             last = first
         return first[0], last[0], first[1], first[2], last[2] if last[1] == first[1] else 0
+
+
+def starts_with_1_0_frames(buf, pos: int, limit: int) -> bool:
+    """Whether the bytes from `pos` are AMQP 1.0 frames: two headers that chain (sizes from 8 up
+    to `limit`, data offset 2, type AMQP or SASL), or one frame ending exactly where the bytes do."""
+    end = len(buf)
+    for count in range(2):
+        if end - pos < AMQP_1_0_HEADER:
+            return False
+        frame_size, offset_words, frame_type = _AMQP_1_0_FRAME(buf, pos)
+        if frame_size < 8 or frame_size > limit or offset_words != 2 or frame_type > 1:
+            return False
+        pos += frame_size
+        if pos == end:
+            return True
+    return True
 
 
 def _plausible(codec: Codec, buf: bytearray, i: int, limit: int):
@@ -926,6 +944,20 @@ class AmqpConnection(StreamSink):
         reader.opaque_kind = "tls-not-decoded" if self.protocol == "tls" else NOT_DECODED
         reader.skip_detail = f"{what}: counted, not decoded"
         return OPAQUE
+
+    def mid_stream_start(self, reader: FrameReader, buf, pos: int) -> int:
+        """The state a reader whose stream began mid-connection starts in: walking AMQP 1.0 when
+        its first bytes are 1.0 frames (or the connection is 1.0 already: then counting, as its
+        frames cannot be found again), else resynchronising onto 0-9-1 frames."""
+        if starts_with_1_0_frames(buf, pos, self.settings.max_frame):
+            if self.protocol is None:
+                self.protocol, self.version = "amqp-1.0", "1.0"
+            return WALK
+        if self.protocol == "amqp-1.0":
+            reader.opaque_kind = NOT_DECODED
+            reader.skip_detail = "AMQP 1.0 begun before the capture, not at a frame's start: counted, not decoded"
+            return OPAQUE
+        return RESYNC
 
     def _decide_client(self, direction: int | None, how: str) -> None:
         if direction is None:

@@ -117,6 +117,10 @@ def client_1_0(frames: int = 6, body: int = 300) -> bytes:
     return sasl + b"AMQP\x00\x01\x00\x00" + b"".join(frame_1_0(bytes([n]) * body) for n in range(frames))
 
 
+def first_amqp_frame(stream: bytes) -> int:
+    return stream.index(b"AMQP\x00\x01\x00\x00") + 8
+
+
 def segments(stream: bytes, pieces: list[tuple[int, int]], syn: bool = True) -> list[Segment]:
     """Client segments of stream[a:b] for each (a, b) (what lies between two pieces is lost)."""
     out = []
@@ -139,7 +143,7 @@ def walk(stream: bytes, pieces: list[tuple[int, int]]):
 
 def test_a_gap_inside_a_1_0_frame_keeps_walking_and_one_that_hides_a_header_counts_the_rest():
     stream = client_1_0()
-    first = 8 + 8 + 44 + 8  # both headers and the SASL frame: the AMQP frames start here
+    first = first_amqp_frame(stream)  # both headers and the SASL frame are before
     size = 308
     # lost inside the third frame: its header said where the fourth begins
     issues, streams, frames = walk(stream, [(0, first + 2 * size + 20), (first + 2 * size + 120, len(stream))])
@@ -165,7 +169,7 @@ def test_a_1_0_frame_header_that_cannot_be_counts_the_rest_of_the_direction():
 
 def test_a_1_0_connection_cut_by_the_end_of_a_run_walks_on_in_the_next():
     stream = client_1_0()
-    cut = 8 + 8 + 44 + 8 + 308 + 100  # inside the second AMQP frame
+    cut = first_amqp_frame(stream) + 308 + 100  # inside the second AMQP frame
     rows = [defaultdict(list), defaultdict(list)]
     first = CarryingDecoder(Settings(), ["a.pcap"], lambda table, row: rows[0][table.name].append(dict(row)))
     for item in segments(stream, [(0, cut)]):
@@ -182,3 +186,22 @@ def test_a_1_0_connection_cut_by_the_end_of_a_run_walks_on_in_the_next():
     assert (streams["status"], streams["version"], streams["c2s_undecoded_frames"]) == ("amqp-1.0", "1.0", 7)
     assert streams["c2s_decoded_bytes"] + streams["c2s_skipped_bytes"] == len(stream)
     assert all(i["issue_kind"] == "not-decoded" for i in rows[1]["decode_issues"])
+
+
+def test_a_capture_begun_inside_a_1_0_connection_is_walked_from_its_first_whole_frame():
+    """No SYN, no protocol header: the client's first segment starts at a 1.0 frame (the usual case:
+    small frames fill segments from their start); the server's starts inside one and is counted."""
+    stream = client_1_0()
+    first = first_amqp_frame(stream)
+    items = segments(stream, [(first, len(stream))], syn=False)
+    server = Segment(T0 + 10**7, *SERVER, *CLIENT, 5000, 1000 + len(stream), 0x18, bytes(50))
+    rows = defaultdict(list)
+    decoder = CarryingDecoder(Settings(), ["mid.pcap"], lambda table, row: rows[table.name].append(dict(row)))
+    for item in items + [server]:
+        decoder.feed(item, 0)
+    decoder.finish(None, "mid.pcap")
+    (streams,) = rows["streams"]
+    assert (streams["status"], streams["version"]) == ("amqp-1.0", "1.0")
+    assert streams["c2s_undecoded_frames"] == 6 and streams["c2s_skipped_bytes"] == len(stream) - first
+    assert streams["s2c_skipped_bytes"] == 50
+    assert {i["issue_kind"] for i in rows["decode_issues"]} == {"not-decoded"}
