@@ -134,3 +134,26 @@ def delete_queue(name: str, vhost: str = VHOST) -> None:
 
 def close_all_connections(reason: str) -> None:
     ctl("close_all_connections", reason, check=False)
+
+
+def plugins(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["rabbitmq-plugins", *args], env=_env(), check=True,
+                          capture_output=True, text=True, timeout=180)
+
+
+def enable_plugins(*names: str) -> None:
+    """Enable plugins that ship with the broker (idempotent; online, no restart). They stay
+    enabled: rabbitmq_shovel and rabbitmq_amqp1_0 leave AMQP 0-9-1 on 5672 as it was (the AMQP 1.0
+    plugin only takes connections that send an AMQP 1.0 / SASL protocol header)."""
+    enabled = plugins("list", "-q", "-E", "-m").stdout.split()
+    missing = [n for n in names if n not in enabled]
+    if missing:
+        plugins("enable", *missing)
+    ctl("await_startup", "--timeout", "60")
+
+
+def plugin_version(name: str) -> str:
+    for line in plugins("list", "-q", f"^{name}$").stdout.splitlines():
+        if name in line.split():
+            return line.split()[-1]
+    return "unknown"

@@ -28,6 +28,8 @@ class Expect:
         self.not_decodable = {"C>S": Counter(), "S>C": Counter()}
         self.notes: list[str] = []
         self.cuts: list[dict] | None = None  # long_connection only: record indices to split the capture at
+        self.journeys: list[dict] | None = None   # hops.py: each message_id's publishes and deliveries in order
+        self.protocols: list[dict] | None = None  # protocols.py: the protocol each TCP connection speaks
 
     # ---- methods
     def c(self, name: str, n: int = 1):
@@ -114,7 +116,8 @@ class Expect:
             "heartbeats_min": self.heartbeats_min,
             "not_decodable": {d: dict(c) for d, c in self.not_decodable.items() if c},
             "notes": " ".join(self.notes),
-        } | ({"cuts": self.cuts} if self.cuts is not None else {})
+        } | {k: v for k, v in (("cuts", self.cuts), ("journeys", self.journeys),
+                                ("protocols", self.protocols)) if v is not None}
 
     def write(self, path):
         with open(path, "w") as f:

@@ -823,4 +823,4 @@ def protocol_headers(ctx):
 
 
 # scenarios kept in their own modules register themselves on import
-from . import long_connection, other_clients  # noqa: E402,F401
+from . import hops, long_connection, other_clients, protocols  # noqa: E402,F401

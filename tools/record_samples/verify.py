@@ -21,6 +21,9 @@ def tshark_counts(path: Path) -> dict:
     for f in FIELDS:
         cmd += ["-e", f]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    # Other protocols in a capture need no filter here: tshark's AMQP 1.0 frames (amqp10_mixed) have
+    # no amqp.method.* fields and amqp.type 0 (AMQP) or 1 (SASL), never 8, so they add no method
+    # and no heartbeat; refused HTTP/MQTT/STOMP/TLS bytes (other_protocols) decode as no AMQP frame.
     methods = {"C>S": Counter(), "S>C": Counter()}
     hb = Counter()
     codes = {m: [] for m in WITH_CODE}
