@@ -434,6 +434,13 @@ class DeliveriesRow(TypedDict, total=False):
     app_id: Annotated[str | None, "string", "property app-id"]
     body_size: Annotated[int | None, "bigint", "body size"]
     body_sha256: Annotated[str | None, "string", "SHA-256 of the body; null unless complete"]
+    death_exchange: Annotated[str | None, "string",
+                              "a dead-lettered message: the exchange it was published to before it was first "
+                              "dead-lettered (its x-first-death-exchange header); null for others"]
+    death_queue: Annotated[str | None, "string",
+                           "the queue it was first dead-lettered from (x-first-death-queue)"]
+    death_reason: Annotated[str | None, "string",
+                            "why: rejected, expired, maxlen or delivery_limit (x-first-death-reason)"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -680,8 +687,11 @@ class MessageFlowsRow(TypedDict, total=False):
     date: Date
     capture: Capture
     match: Annotated[str | None, "string",
-                     "how the pair was matched: message_id, or body (SHA-256 with exchange and routing "
-                     "key), in time order per consumer; null for a side left alone"]
+                     "how the pair was matched, in time order per consumer: message_id or body (its SHA-256), "
+                     "a delivery with the exchange and routing key of the publish (the broker copies them "
+                     "into basic.deliver); message_id-dead-letter or body-dead-letter, a dead-lettered "
+                     "delivery (its exchange and routing key rewritten) with the publish to the exchange its "
+                     "x-first-death-exchange header names; null for a side left alone"]
     message_key: Annotated[str | None, "string",
                            "the delivery's message key (deliveries.message_key, messages.message_key): one row "
                            "per delivery, so unique where set; null for a publish never delivered"]
@@ -708,6 +718,21 @@ class MessageFlowsRow(TypedDict, total=False):
     publish_to_deliver_ms: Annotated[float | None, "double", "delivered_at - published_at, in milliseconds"]
     deliver_to_settle_ms: Annotated[float | None, "double", "settled_at - delivered_at, in milliseconds"]
     end_to_end_ms: Annotated[float | None, "double", "settled_at - published_at, in milliseconds"]
+    journey: Annotated[str | None, "string",
+                       "one message's way through the brokers: the message key of its first publish the capture "
+                       "saw (publishes.message_key; of its first delivery when that publish is outside it), on "
+                       "every flow of its hops: the publish and its deliveries, a shovel's or federation "
+                       "link's or any forwarder's re-publish after a delivery and that one's deliveries, a "
+                       "dead-lettered delivery"]
+    hop: Annotated[int | None, "int",
+                   "the flow's hop on the journey: 1 for the first publish's (or the first delivery's), one more "
+                   "for each re-publish (after the delivery it forwards) and each dead-lettering"]
+    hop_ms: Annotated[float | None, "double",
+                      "the hop's latency: from its publish (a dead-lettering's: from the reject or nack that "
+                      "caused it, else from the publish) to the delivery, in milliseconds"]
+    journey_ms: Annotated[float | None, "double",
+                          "from the journey's first publish to this delivery, in milliseconds (on the last hop: "
+                          "end to end across every hop)"]
     source: Source
     provisional: Provisional
     run_id: Run

@@ -134,6 +134,8 @@ class DeliveryRules:
         delivery.redelivered = row.redelivered
         delivery.delivered_at = micros(row.ts_ns)
         delivery.delivered_ns = row.ts_ns
+        if message is not None and message.headers is not None:
+            delivery.dead_lettered(message.headers)
         return delivery
 
     def _settled(self, delivery: DeliveryRow, outcome: str, at_ns, requeue, multiple: bool) -> None:

@@ -13,12 +13,5 @@ cdef class KeyParts:
 cdef str _key(object message_id, object body_sha256, object exchange, object routing_key)
 
 
-@cython.locals(k=Py_ssize_t, start=Py_ssize_t, first=Py_ssize_t, i=Py_ssize_t, publish=list, delivery=list,
-               match=list)
-cpdef tuple flow_pairs(list bounds, list is_delivery, list times, list streams, list redelivered, list by_id)
-
-
-@cython.locals(row=Py_ssize_t, index=Py_ssize_t, i=Py_ssize_t, publishes=list, paired=set, position=dict,
-               last=dict)
-cdef _pair(Py_ssize_t start, Py_ssize_t end, list is_delivery, list times, list streams, list redelivered,
-           list publish, list delivery)
+# flow_pairs, KeyRule and Flows: Python classes compiled as they are (the rule is a small share of a
+# flows task: its columns' conversions and Arrow's takes are the rest)

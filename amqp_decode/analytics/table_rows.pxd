@@ -29,9 +29,10 @@ cdef class PublishRow(MessageSideRow):
 cdef class DeliveryRow(MessageSideRow):
     cdef public object method, delivery_tag, consumer_tag, queue, exchange, routing_key, redelivered
     cdef public object delivered_at, delivered_ns, outcome, requeue, settled_at, settled_ns, settle_latency_ms
-    cdef public object settled_by_multiple
+    cdef public object settled_by_multiple, death_exchange, death_queue, death_reason
 
     cpdef tuple column_values(self)
+    cpdef dead_lettered(self, list headers)
 
 
 cdef class RpcCallRow(ChannelRow):

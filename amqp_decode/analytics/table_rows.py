@@ -77,7 +77,20 @@ class DeliveryRow(MessageSideRow):
                 self.queue, self.exchange, self.routing_key, self.redelivered, self.delivered_at,
                 self.delivered_ns, self.outcome, self.requeue, self.settled_at, self.settled_ns,
                 self.settle_latency_ms, self.settled_by_multiple, self.message_id, self.correlation_id,
-                self.app_id, self.body_size, self.body_sha256, self.source, self.provisional, self.run_id)
+                self.app_id, self.body_size, self.body_sha256, self.death_exchange, self.death_queue,
+                self.death_reason, self.source, self.provisional, self.run_id)
+
+    def dead_lettered(self, headers: list) -> None:
+        """The x-first-death-* headers of a dead-lettered message (RabbitMQ sets them when it first
+        dead-letters it, beside x-death), from the message's headers as (name, text) pairs."""
+        for name, value in headers:
+            if name.startswith("x-first-death-"):
+                if name == "x-first-death-exchange":
+                    self.death_exchange = value
+                elif name == "x-first-death-queue":
+                    self.death_queue = value
+                elif name == "x-first-death-reason":
+                    self.death_reason = value
 
 
 class RpcCallRow(ChannelRow):

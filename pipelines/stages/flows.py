@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from amqp_decode.analytics.message_flows import SIDE_COLUMNS, KeyParts, arrow_flows, arrow_keys, flow_pairs
+from amqp_decode.analytics.message_flows import (SIDE_COLUMNS, KeyParts, arrow_flows, arrow_keys, flow_pairs,
+                                                 host_of)
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, arrow_column, filesystem_of
@@ -42,7 +43,8 @@ BYTES_PER_PART = 128 << 20
 # one publish and its deliveries)
 SLICE_KEYS = 16_384
 # The columns the rule reads (and the key that groups them)
-RULE_COLUMNS = ["key", "is_delivery", "ts_ns", "connection", "channel", "consumer_tag", "redelivered", "message_id"]
+RULE_COLUMNS = ["key", "is_delivery", "ts_ns", "connection", "channel", "consumer_tag", "redelivered", "message_id",
+                "exchange", "routing_key", "death_exchange", "client", "settled_ns", "outcome"]
 FLOW_SCHEMA = MESSAGE_FLOWS.arrow(("run_id",))
 
 
@@ -134,13 +136,17 @@ def part_flows(sides: pa.Table) -> Iterator[pa.Table]:
         bounds = starts[begin:begin + SLICE_KEYS + 1]
         first = bounds[0]
         rows = keyed.slice(first, bounds[-1] - first)
-        channels = rows["channel"].to_pylist()
-        streams = list(zip(rows["connection"].to_pylist(), channels, rows["consumer_tag"].to_pylist()))
-        publish, delivery, match = flow_pairs([bound - first for bound in bounds], rows["is_delivery"].to_pylist(),
-                                              rows["ts_ns"].to_pylist(), streams,
-                                              pc.fill_null(rows["redelivered"], no).to_pylist(),
-                                              pc.is_valid(rows["message_id"]).to_pylist())
-        yield arrow_flows(sides, _rows_of(order, publish, first), _rows_of(order, delivery, first), match, FLOW_SCHEMA)
+        connections = rows["connection"].to_pylist()
+        streams = list(zip(connections, rows["channel"].to_pylist(), rows["consumer_tag"].to_pylist()))
+        hosts = [host_of(client) for client in rows["client"].to_pylist()]
+        out = flow_pairs([bound - first for bound in bounds], rows["is_delivery"].to_pylist(), rows["ts_ns"].to_pylist(),
+                         streams, pc.fill_null(rows["redelivered"], no).to_pylist(),
+                         pc.is_valid(rows["message_id"]).to_pylist(),
+                         list(zip(rows["exchange"].to_pylist(), rows["routing_key"].to_pylist())),
+                         rows["death_exchange"].to_pylist(), list(zip(connections, hosts)),
+                         rows["settled_ns"].to_pylist(), rows["outcome"].to_pylist())
+        yield arrow_flows(sides, _rows_of(order, out.publish, first), _rows_of(order, out.delivery, first),
+                          _rows_of(order, out.journey, first), out, FLOW_SCHEMA)
 
 
 def _rows_of(order: pa.Array, rows: list, first: int) -> pa.Array:

@@ -35,8 +35,8 @@ def tshark_ack_latencies(path) -> list[tuple[int, int, int]]:
         nanos = int(seconds) * 10**9 + int(fraction.ljust(9, "0")[:9])  # exact, no float
         to_server = layers["tcp"]["tcp.dstport"] == "5672"
         for pdu in pdus:
-            if not isinstance(pdu, dict) or pdu.get("amqp.type") != "1":  # headers, bodies...
-                continue
+            if not isinstance(pdu, dict) or pdu.get("amqp.type") != "1" or "amqp.method.class" not in pdu:
+                continue  # headers, bodies... and AMQP 1.0's frames (whose type 1 is SASL's)
             key = (layers["tcp"]["tcp.stream"], int(pdu["amqp.channel"]))
             method = (int(pdu["amqp.method.class"]), int(pdu["amqp.method.method"]))
             arguments = pdu.get("amqp.method.arguments")
