@@ -22,22 +22,23 @@ from tests.fuzz.oracles import check_accounting
 METHOD_KINDS = {"method", "header", "body", "heartbeat"}
 
 
-def by_port(records, summaries):
-    """Per client port: (its summary, its records)."""
-    summary_of = {int(s["client"].rsplit(":", 1)[1]): s for s in summaries}
+def known_connections(sample: str):
+    """(facts, stats, [(what the facts say of a connection, its summary, its records)]) of a
+    sample whose facts list its connections (`protocols`); every byte of it accounted for."""
+    facts, records, stats = decoded(SAMPLES / f"{sample}.expected.json")
+    check_accounting(records, stats.connection_summaries)
+    summary_of = {int(s["client"].rsplit(":", 1)[1]): s for s in stats.connection_summaries}
     records_of = defaultdict(list)
     for record in records:
         if record["connection"] is not None:
             records_of[int(record["client"].rsplit(":", 1)[1])].append(record)
-    return {port: (summary, records_of[port]) for port, summary in summary_of.items()}
+    return facts, stats, [(known, summary_of[known["client_port"]], records_of[known["client_port"]])
+                          for known in facts["protocols"]]
 
 
 def test_an_amqp_1_0_connection_beside_a_0_9_1_one():
-    facts, records, stats = decoded(SAMPLES / "amqp10_mixed.expected.json")
-    check_accounting(records, stats.connection_summaries)
-    connections = by_port(records, stats.connection_summaries)
-    for known in facts["protocols"]:
-        summary, own = connections[known["client_port"]]
+    facts, stats, connections = known_connections("amqp10_mixed")
+    for known, summary, own in connections:
         headers = [r["protocol_header"].split(" (")[0] for r in own if r["kind"] == "protocol-header"
                    and r["dir"] == "C>S"]
         assert headers == known["client_headers"]
@@ -60,11 +61,8 @@ def test_an_amqp_1_0_connection_beside_a_0_9_1_one():
 
 
 def test_clients_that_speak_another_protocol_on_the_amqp_port_are_named_and_counted():
-    facts, records, stats = decoded(SAMPLES / "other_protocols.expected.json")
-    check_accounting(records, stats.connection_summaries)
-    connections = by_port(records, stats.connection_summaries)
-    for known in facts["protocols"]:
-        summary, own = connections[known["client_port"]]
+    _, _, connections = known_connections("other_protocols")
+    for known, summary, own in connections:
         if known["protocol"] == "amqp-0-9-1":
             assert summary["status"] == "amqp" and not [r for r in own if r["kind"] == "issue"]
             continue
