@@ -1,7 +1,7 @@
 # Types for the compiled build of decoder.py (Cython pure Python mode): the .py is the source.
 # SegmentDecoder is on the path of every segment: typed, its calls into reassembly are C calls.
 cimport cython
-from amqp_decode.tcp cimport TcpTracker
+from amqp_decode.tcp cimport TcpConnection, TcpTracker
 from amqp_decode.packets cimport PacketParser, Segment
 from amqp_decode.stream_index cimport FileStreams
 from amqp_decode.record cimport Record
@@ -26,6 +26,7 @@ cdef class SegmentDecoder:
     cpdef list feed(self, Segment segment, int capture_index)
     cpdef list finish(self)
     cpdef list _take(self)
+    cpdef long long earliest_pending(self, long long low)
 
 
 cdef class PacketFeed:

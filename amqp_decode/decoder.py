@@ -118,6 +118,13 @@ class SegmentDecoder:
         self.tracker.finish()
         return self._take()
 
+    def earliest_pending(self, low: int) -> int:
+        """The earliest time a record still to come from the connections open can carry, if
+        before `low` (the time of the packet being decoded: later packets are no earlier)."""
+        for tcp in self.tracker.each_connection():
+            low = tcp.sink.earliest_pending(low)
+        return low
+
     def _take(self) -> list[Record]:
         records, self.out[:] = self.out[:], []
         return records
@@ -187,6 +194,17 @@ class CaptureDecoder:
             yield records
         stats.skipped_packets.update(parser.skipped)
         stats.records.update(self._kinds)
+
+    def earliest_pending(self) -> int | None:
+        """The earliest ts_ns a record still to come can carry (None: no packet read yet): what a
+        time order of the records may release up to (amqpcap decode's views)."""
+        if self.now_ns is None or self.segments is None:
+            return None
+        return self.segments.earliest_pending(self.now_ns)
+
+    def open_connections(self) -> int:
+        """How many connections are held open (what a look at each of them costs)."""
+        return len(self.segments.tracker.connections) // 2 if self.segments is not None else 0
 
     def _count(self, records: list[Record]) -> list[Record]:
         ended = count_kinds(records, self._kinds, self.stats)

@@ -4,7 +4,7 @@ from amqp_decode.codec cimport Codec
 from amqp_decode.frame_start cimport FrameStart
 from amqp_decode.frames cimport Frame, MethodFrame, ContentHeader, ContentBody
 from amqp_decode.record cimport Record, add_message, end_record, new_record
-from amqp_decode.tcp cimport StreamSink, TcpConnection
+from amqp_decode.tcp cimport HalfStream, StreamSink, TcpConnection
 
 cdef int START, FRAMES, RESYNC, BODY, SKIP, WALK, OPAQUE, AMQP_1_0_HEADER
 cdef long long STREAM_BODY_MIN
@@ -94,6 +94,7 @@ cdef class FrameReader:
     cpdef _issue(self, str kind, str detail, long long skipped, long long start, long long end, object channel,
                  tuple first=*, tuple last_byte=*)
     cpdef tuple _first_byte(self, long long offset)
+    cpdef long long earliest_pending(self, long long low)
     # (only the offset typed: the times and record numbers are handed on as the objects they are)
     @cython.locals(chunk_end=cython.longlong)
     cpdef tuple timestamps(self, long long start, long long end)
@@ -133,6 +134,8 @@ cdef class AmqpConnection(StreamSink):
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
     @cython.locals(reader=FrameReader)
     cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
+    @cython.locals(tcp=TcpConnection, half=HalfStream, reader=FrameReader, content=_Content, record=Record)
+    cpdef long long earliest_pending(self, long long low)
     cpdef str speaks(self)
     cpdef dict summary(self)
     cpdef bint syn_seen(self, int direction)

@@ -570,6 +570,21 @@ class FrameReader:
         first, _, capture, record, _ = self.timestamps(offset, offset + 1)
         return first, capture, record
 
+    def earliest_pending(self, low: int) -> int:
+        """The earliest time of what this direction holds for records still to come, if before
+        `low`: a partial frame's first byte, a large body frame in progress, bytes skipped (or
+        counted) not yet told."""
+        if self.buf and self.chunks:
+            first = self.timestamps(self.base, self.base + 1)[0]
+            if first < low:
+                low = first
+        if self.state == BODY and self.body is not None:
+            if self.body["first_ts"] < low:
+                low = self.body["first_ts"]
+        elif self.skipped and self.skip_first[0] < low:
+            low = self.skip_first[0]
+        return low
+
     def timestamps(self, start: int, end: int) -> tuple[int, int, int, int, int]:
         """Of a stream range: (ts of its first byte, ts of its last byte, capture index, pcap record
         of the first byte, pcap record of the last byte: 0 when in another file than the first)."""
@@ -750,6 +765,37 @@ class AmqpConnection(StreamSink):
         for reader in self.readers:
             reader.connection = None
         self.tcp = None
+
+    def earliest_pending(self, low: int) -> int:
+        """The earliest time a record still to come from this connection can carry, if before
+        `low`: its end (timed by its last packet) once closed, its out-of-order segments, its bytes
+        held while undecided, its readers' partial frames and skipped bytes, its messages awaiting
+        their content, its records awaiting the client's side. A TLS connection's one issue is
+        timed at its first packet; one not AMQP makes no record."""
+        status = self.status
+        if status == "not-amqp":
+            return low
+        tcp = self.tcp
+        if tcp.closed_at is not None and tcp.last_ts_ns < low:
+            low = tcp.last_ts_ns
+        if status == "tls":
+            return low
+        for half in tcp.halves:
+            low = half.earliest_pending(low)
+        if status == "undecided":
+            for held in self.held:  # bytes (direction, offset, data, ts_ns, ...) and gaps (..., ts_ns)
+                if held[3] < low:
+                    low = held[3]
+            return low
+        for reader in self.readers:
+            low = reader.earliest_pending(low)
+        for content in self.contents.values():
+            if content.method.ts_ns < low:
+                low = content.method.ts_ns
+        for _, record in self.pending:
+            if record.ts_ns < low:
+                low = record.ts_ns
+        return low
 
     def speaks(self) -> str:
         """What the tables say the connection is (their `status`): amqp (0-9-1 or 0-9, decoded),

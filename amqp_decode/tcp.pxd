@@ -7,6 +7,7 @@ cdef long long _SEQ_MOD, _NONE, _HALF_SEQ, _RECENT_BYTES
 
 
 cdef class StreamSink:
+    cpdef long long earliest_pending(self, long long low)
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
     cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
     cpdef conflict(self, int direction, long long offset, long long size, long long ts_ns)
@@ -36,6 +37,7 @@ cdef class HalfStream:
     cdef public int hole_acks
 
     @cython.locals(relative=cython.longlong)
+    cpdef long long earliest_pending(self, long long low)
     cpdef long long offset(self, long long seq)
     cpdef on_syn(self, long long seq)
     @cython.locals(start=cython.longlong)

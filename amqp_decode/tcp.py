@@ -56,6 +56,11 @@ class StreamSink:
     def end(self, reason: str, ts_ns: int) -> None:
         raise NotImplementedError
 
+    def earliest_pending(self, low: int) -> int:
+        """The earliest time of what it holds that is still to come out as records, if before
+        `low` (else `low`): what a time order of the records may release up to (amqpcap decode)."""
+        return low
+
 
 class HalfStream:
     """One direction of a connection."""
@@ -132,6 +137,13 @@ class HalfStream:
             self.hole_acks += 1
             if self.hole_acks >= HOLE_ACKS:
                 self._skip_to_pending()
+
+    def earliest_pending(self, low: int) -> int:
+        """The earliest time of the segments waiting out of order, if before `low`."""
+        for pending in self.pending:  # (offset, order, data, ts_ns, capture, record)
+            if pending[3] < low:
+                low = pending[3]
+        return low
 
     def flush(self, ts_ns: int) -> None:
         """No more segments will come: waiting data is delivered around its holes."""

@@ -1,20 +1,9 @@
 # Types for the compiled build of order.py (Cython pure Python mode): the .py is the source.
-# The watermark walks every open connection's state: typed, its reads are C field reads.
 cimport cython
-from amqp_decode.decoder cimport SegmentDecoder
 from amqp_decode.record cimport Record, as_record
-from amqp_decode.stream cimport AmqpConnection, FrameReader, _Content
-from amqp_decode.tcp cimport HalfStream, TcpConnection
-
-cdef int BODY
 
 
-@cython.locals(segments=SegmentDecoder, tcp=TcpConnection, sink=AmqpConnection, half=HalfStream,
-               reader=FrameReader, content=_Content, low=cython.longlong, ts=cython.longlong,
-               pending=tuple, held=tuple, record=Record)
 cpdef object low_watermark(object decoder)
-@cython.locals(first=cython.longlong)
-cdef long long _reader_low(FrameReader reader, long long low)
 
 
 cdef class TimeOrder:

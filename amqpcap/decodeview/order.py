@@ -6,7 +6,7 @@ its last body frame, a frame for its last segment, bytes behind a hole for the h
 declared lost), records of a connection whose client side is not known yet for it to be decided,
 and a closed connection's last records and its end for the close grace period. No fixed lag
 bounds that wait, so the watermark is not a guess: it is the earliest time any record still to
-come can carry, read from the decoder's state (`low_watermark`), and every buffered record at or
+come can carry, as the decoder answers it (`low_watermark`), and every buffered record at or
 before it is released. Ties keep decoding order, so a connection's end follows its records.
 
 Memory is bounded: past `cap` records the oldest is released whatever the watermark says, and a
@@ -24,10 +24,7 @@ from array import array
 from typing import Callable
 
 from amqp_decode.record import Record, as_record
-from amqp_decode.stream import READER_STATES
 
-# decoder reader states that hold bytes already skipped or a body frame in progress
-BODY = READER_STATES["body"]
 DEFAULT_CAP = 200_000
 RUN_CHUNK = 1 << 18  # bytes per chunk of renderings held one after another (TimeOrder's `into`)
 
@@ -37,55 +34,9 @@ def _same(record: Record) -> Record:
 
 
 def low_watermark(decoder) -> int | None:
-    """The earliest ts_ns a record still to come from `decoder` can carry (None: nothing read yet).
-    Future packets are no earlier than the current one; what the decoder holds is each open
-    connection's out-of-order segments, partial frames, skipped bytes, messages awaiting their
-    content, records awaiting the client's side, and for a closed connection its end."""
-    now = decoder.now_ns
-    segments = decoder.segments
-    if now is None or segments is None:
-        return None
-    low = now
-    for tcp in segments.tracker.each_connection():
-        sink = tcp.sink
-        status = sink.status
-        if status == "not-amqp":
-            continue
-        if tcp.closed_at is not None and tcp.last_ts_ns < low:
-            low = tcp.last_ts_ns  # its end (and what flushing it gives) is timed by its last packet
-        if status == "tls":
-            continue  # its one issue is timed at its first packet (see the module doc)
-        for half in tcp.halves:
-            for pending in half.pending:  # (offset, order, data, ts_ns, capture)
-                if pending[3] < low:
-                    low = pending[3]
-        if status == "undecided":
-            for held in sink.held:  # bytes (direction, offset, data, ts_ns, ...) and gaps (..., ts_ns)
-                if held[3] < low:
-                    low = held[3]
-            continue
-        for reader in sink.readers:
-            low = _reader_low(reader, low)
-        for content in sink.contents.values():
-            ts = content.method.ts_ns
-            if ts < low:
-                low = ts
-        for _, record in sink.pending:
-            if record.ts_ns < low:
-                low = record.ts_ns
-    return low
-
-
-def _reader_low(reader, low: int) -> int:
-    state = reader.state
-    if reader.buf and reader.chunks:  # a partial frame: its first byte's time
-        first = reader.timestamps(reader.base, reader.base + 1)[0]
-        low = min(low, first)
-    if state == BODY and reader.body is not None:
-        low = min(low, reader.body["first_ts"])
-    elif reader.skipped:  # bytes dropped (resync, skip) or counted (AMQP 1.0, another protocol) not yet told
-        low = min(low, reader.skip_first[0])
-    return low
+    """The earliest ts_ns a record still to come from `decoder` can carry (None: nothing read yet),
+    as the decoder answers it (CaptureDecoder.earliest_pending)."""
+    return decoder.earliest_pending()
 
 
 class TimeOrder:
@@ -206,11 +157,9 @@ class TimeOrder:
     def _interval(self) -> int:
         if self.every is not None:
             return self.every
-        # a watermark looks at each connection the tracker holds (two keys each, a few microseconds
-        # per connection): one look per 16 records or more keeps it a small part of the cost
-        segments = self.decoder.segments
-        keys = len(segments.tracker.connections) if segments is not None else 0
-        return max(256, 8 * keys)
+        # a watermark looks at each open connection (a few microseconds each): one look per 16
+        # records or more keeps it a small part of the cost
+        return max(256, 16 * self.decoder.open_connections())
 
     def _release_oldest(self, count: int) -> list:
         """The `count` oldest held renderings, in order."""

@@ -89,9 +89,8 @@ def test_a_full_buffer_writes_the_oldest_and_counts_what_comes_late(capfdbinary)
 def test_an_untimed_record_keeps_its_place_among_the_held():
     """Damage at the very end of a file, with no packet after it, has no time: it goes after the
     latest record held (or the last written), neither first nor lost."""
-    class Idle:  # a decoder that has read nothing: no watermark, only the cap releases
-        now_ns = segments = None
-    order = TimeOrder(Idle(), cap=2)
+    from amqp_decode.decoder import CaptureDecoder
+    order = TimeOrder(CaptureDecoder(), cap=2)  # a decoder that has read nothing: no watermark, only the cap releases
     assert order.feed([{"ts_ns": 5}, {"ts_ns": 3}, {"ts_ns": None, "n": 1}], lambda r: (r["ts_ns"], r.get("n"))) \
         == [(3, None)]
     assert order.forced == 1 and order.finish() == [(5, None), (None, 1)]
@@ -99,13 +98,13 @@ def test_an_untimed_record_keeps_its_place_among_the_held():
     assert order.finish() == [(None, 2), (9, None)] and order.late == 0
 
 
-class _Quiet:
-    """A decoder at packet time `now_ns` with no connection open: its watermark is now_ns."""
-    def __init__(self):
-        from amqp_decode.decoder import SegmentDecoder
-        from amqp_decode.settings import Settings
-        self.segments = SegmentDecoder(Settings(), [])
-        self.now_ns = None
+def _Quiet():
+    """A decoder at packet time `now_ns` (set it) with no connection open: its watermark is now_ns."""
+    from amqp_decode.decoder import CaptureDecoder, SegmentDecoder
+    from amqp_decode.settings import Settings
+    decoder = CaptureDecoder()
+    decoder.segments = SegmentDecoder(Settings(), [])
+    return decoder
 
 
 class _OneList:
