@@ -30,7 +30,7 @@ from amqp_decode.frame_start import FRAME_START_BYTES, frame_start_for
 from amqp_decode.frames import PROTOCOL_HEADER_SIZE, parse_protocol_header, protocol_header_texts
 from amqp_decode.other_protocols import name_protocol
 from amqp_decode.packets import format_endpoint
-from amqp_decode.record import Record, add_message, end_record, new_record
+from amqp_decode.record import Record, add_message, as_record, end_record, new_record
 from amqp_decode.settings import Settings
 from amqp_decode.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from amqp_decode.tcp import StreamSink
@@ -570,6 +570,74 @@ class FrameReader:
         first, _, capture, record, _ = self.timestamps(offset, offset + 1)
         return first, capture, record
 
+    # -- carried to the next run (amqp_decode.state frames the blob) ---------------------------
+
+    def saved(self, name, may_send_secrets: bool) -> dict:
+        """This direction's framing as plain data for the next run (`name`: capture index -> file
+        name). Bytes that may hold credentials are never in it (`_withheld`)."""
+        body = dict(self.body, capture=name(self.body["capture"])) if self.body is not None else None
+        saved = {"buf": bytes(self.buf), "base": self.base, "end": self.end,
+                 "chunks": [(end, ts, name(c), r) for end, ts, c, r in self.chunks], "state": self.state,
+                 "mid_stream": self.mid_stream, "skipped": self.skipped,
+                 "skip_first": (self.skip_first[0], name(self.skip_first[1]), self.skip_first[2]),
+                 "skip_last": (self.skip_last[0], name(self.skip_last[1]), self.skip_last[2]),
+                 "skip_remaining": self.skip_remaining,
+                 "skip_detail": self.skip_detail, "resync_waiting": sorted(self.resync_live or ()),
+                 "resync_scanned": self.resync_scanned, "body": body, "frames": self.frames,
+                 "decoded_bytes": self.decoded_bytes, "skipped_bytes": self.skipped_bytes,
+                 "walked_frames": self.walked_frames, "walked_sasl": self.walked_sasl,
+                 "undecoded_frames": self.undecoded_frames, "opaque_kind": self.opaque_kind}
+        if self.buf and (self.state == FRAMES and self.connection.codec.may_hold_secret(self.buf)
+                         or self.state == RESYNC and may_send_secrets):
+            saved.update(self._withheld(name))
+        return saved
+
+    def _withheld(self, name) -> dict:
+        """What is saved instead of a buffer that may hold credentials: none of its bytes, and the
+        next run skips them with an issue saying why. A frame cut by the run's end whose size is
+        known (the codec says which frames may carry credentials) is skipped to its end, framing
+        kept; bytes a resynchronisation was still judging (not framed yet: any frame's) are dropped,
+        and the resynchronisation goes on from the next run's first byte."""
+        held = len(self.buf)
+        size = self._known_frame_size() if self.state == FRAMES else None
+        first = self._first_byte(self.base) if self.state == FRAMES or not self.skipped else self.skip_first
+        withheld = {"buf": b"", "base": self.base + held, "skip_first": (first[0], name(first[1]), first[2])}
+        if size is not None:
+            withheld.update(state=SKIP, skipped=held, skip_remaining=size - held,
+                            skip_detail=f"a {size}-byte frame that may carry credentials was cut by the end of "
+                                        "the previous run; its bytes were not saved: the frame is lost, framing kept")
+            return withheld
+        last = self._first_byte(self.base + held - 1)
+        withheld.update(state=RESYNC, skipped=self.skipped + held, skip_last=(last[0], name(last[1]), last[2]),
+                        resync_waiting=[], resync_scanned=self.base + held,
+                        skip_detail="bytes not yet framed when the previous run ended were not saved (they may "
+                                    "carry credentials): skipped until frames were found again")
+        return withheld
+
+    def restore(self, state: dict, index) -> None:
+        """This direction's framing as `saved` left it (`index`: file name -> capture index)."""
+        self.buf = bytearray(state["buf"])
+        self.base, self.end = state["base"], state["end"]
+        self.chunks = deque((end, ts, index(c), r) for end, ts, c, r in state["chunks"])
+        self.state, self.mid_stream = state["state"], state["mid_stream"]
+        self.skipped = state["skipped"]
+        self.skip_first = (state["skip_first"][0], index(state["skip_first"][1]), state["skip_first"][2])
+        last = state.get("skip_last", state["skip_first"])  # (saved before it was kept: its first byte)
+        self.skip_last = (last[0], index(last[1]), last[2])
+        self.skip_remaining, self.skip_detail = state["skip_remaining"], state["skip_detail"]
+        waiting = sorted(state["resync_waiting"])  # judged again at once: due from offset 0
+        if waiting:
+            self.resync_live, self.resync_due = set(waiting), [(0, a) for a in waiting]
+            self.resync_order = deque(waiting)
+        self.resync_scanned = state["resync_scanned"]
+        self.body = dict(state["body"], capture=index(state["body"]["capture"])) if state["body"] else None
+        self.frames, self.decoded_bytes = state["frames"], state["decoded_bytes"]
+        self.skipped_bytes = state["skipped_bytes"]
+        # (states saved before AMQP 1.0 was walked have none of these)
+        self.walked_frames, self.walked_sasl = state.get("walked_frames", 0), state.get("walked_sasl", 0)
+        self.undecoded_frames = state.get("undecoded_frames", 0)
+        self.opaque_kind = state.get("opaque_kind", NOT_DECODED)
+
     def earliest_pending(self, low: int) -> int:
         """The earliest time of what this direction holds for records still to come, if before
         `low`: a partial frame's first byte, a large body frame in progress, bytes skipped (or
@@ -661,6 +729,25 @@ class _Content:
         # copying every body into one buffer as it came cost about 2% of a decode task.
         self.received_parts = None if received_bytes is None else [bytes(received_bytes)]
         self.received_size = 0 if received_bytes is None else len(received_bytes)
+
+    def saved(self) -> dict:
+        """As plain data for the next run: its records, counts and the body so far (which its hash
+        resumes from)."""
+        return {"records": [record.as_dict() for record in self.records], "body_size": self.body_size,
+                "received": self.received, "frames": self.frames, "intact": self.intact,
+                "body": bytes(self.body) if self.body is not None else None,
+                "received_bytes": self.received_bytes()}
+
+    @staticmethod
+    def restored(state: dict, resumable: bool) -> "_Content":
+        """The content as `saved` left it (its hash resumed from the body so far)."""
+        received = state["received_bytes"]
+        records = [as_record(record) for record in state["records"]]
+        return _Content(records=records, method=records[0], body_size=state["body_size"], received=state["received"],
+                        frames=state["frames"], intact=state["intact"],
+                        hasher=hashlib.sha256(received) if received is not None else None,
+                        body=bytearray(state["body"]) if state["body"] is not None else None,
+                        received_bytes=received if received is not None and resumable else None)
 
     def received_bytes(self) -> bytes | None:
         """The body so far, as kept for carrying (None: not kept)."""
@@ -765,6 +852,46 @@ class AmqpConnection(StreamSink):
         for reader in self.readers:
             reader.connection = None
         self.tcp = None
+
+    # -- carried to the next run (amqp_decode.state frames the blob) ---------------------------
+
+    def may_send_secrets(self, direction: int) -> bool:
+        """Credentials travel from the client: its direction, or either while the client is unknown."""
+        return self.client is None or self.client == direction
+
+    def saved(self, name) -> dict:
+        """The AMQP side as plain data for the next run (`name`: capture index -> file name): its
+        identity and what it decided, records waiting for the client's side, messages whose content
+        is still arriving, each direction's framing (FrameReader.saved)."""
+        return {"id": self.id, "version": self.version, "protocol": self.protocol, "client": self.client,
+                "client_reason": self.client_reason, "status": self.status,
+                "pending": [(direction, record.as_dict()) for direction, record in self.pending],
+                "ignored_bytes": self.ignored_bytes, "first_capture": name(self.first_capture),
+                "contents": {key: content.saved() for key, content in self.contents.items()},
+                "readers": [reader.saved(name, self.may_send_secrets(reader.direction)) for reader in self.readers]}
+
+    def restore(self, state: dict, index, flipped: bool) -> None:
+        """The AMQP side as `saved` left it; `flipped`: this run saw the other side first (the saved
+        directions are swapped)."""
+        self.id = state["id"]
+        version = state["version"]
+        if version is not None and version in self.codecs:
+            self.version = version
+            self.codec = self.codecs[version]
+            self.frame_start = frame_start_for(self.codec, self.settings.resync_max_frame)
+        self.status, self.protocol = state["status"], state.get("protocol")
+        if self.protocol == "amqp-1.0":
+            self.version = version
+        self.ignored_bytes = state["ignored_bytes"]
+        self.first_capture = index(state["first_capture"])
+        if state["client"] is not None:
+            self._decide_client(1 - state["client"] if flipped else state["client"], state["client_reason"])
+        self.pending = [((1 - d) if flipped else d, as_record(record)) for d, record in state["pending"]]
+        self.contents = {((1 - direction) if flipped else direction, channel): _Content.restored(
+            saved, self.settings.resumable) for (direction, channel), saved in state["contents"].items()}
+        readers = state["readers"][::-1] if flipped else state["readers"]
+        for reader, saved in zip(self.readers, readers):
+            reader.restore(saved, index)
 
     def earliest_pending(self, low: int) -> int:
         """The earliest time a record still to come from this connection can carry, if before

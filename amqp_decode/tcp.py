@@ -138,6 +138,30 @@ class HalfStream:
             if self.hole_acks >= HOLE_ACKS:
                 self._skip_to_pending()
 
+    # -- carried to the next run (amqp_decode.state frames the blob) ---------------------------
+
+    def saved(self, name, withhold_waiting: bool) -> dict:
+        """This direction as plain data for the next run (`name`: capture index -> file name). Not
+        the delivered bytes kept to compare retransmissions with: a retransmission across the runs'
+        boundary is counted, not compared (they would hold any payload). `withhold_waiting`: the
+        segments waiting out of order are not saved either (they are not framed yet, and from a
+        client may hold credentials): the next run counts them as not captured."""
+        pending = [] if withhold_waiting else self.pending
+        return {"base": self.base, "next": self.next, "fin": self.fin, "syn": self.syn, "order": self.order,
+                "pending": [(o, order, d, ts, name(c), r) for o, order, d, ts, c, r in pending],
+                "pending_bytes": sum([len(item[2]) for item in pending]),
+                "packets": self.packets, "bytes": self.bytes, "duplicate_bytes": self.duplicate_bytes,
+                "hole_acks": self.hole_acks if pending else 0}
+
+    def restore(self, state: dict, index) -> None:
+        """This direction as `saved` left it (`index`: file name -> this run's capture index)."""
+        self.base, self.next, self.fin, self.syn, self.order = (state["base"], state["next"], state["fin"],
+                                                                state["syn"], state["order"])
+        self.pending = [(o, order, d, ts, index(c), r) for o, order, d, ts, c, r in state["pending"]]
+        self.pending_bytes = state["pending_bytes"]
+        self.packets, self.bytes = state["packets"], state["bytes"]
+        self.duplicate_bytes, self.hole_acks = state["duplicate_bytes"], state["hole_acks"]
+
     def earliest_pending(self, low: int) -> int:
         """The earliest time of the segments waiting out of order, if before `low`."""
         for pending in self.pending:  # (offset, order, data, ts_ns, capture, record)
@@ -270,6 +294,29 @@ class TcpConnection:
 
     def end_reason(self) -> str:
         return "rst" if self.rst else "fin" if any(self.fins) else "capture-end"
+
+    def saved(self, name, withhold_waiting: tuple) -> dict:
+        """The connection as plain data for the next run (its halves: HalfStream.saved, each told
+        whether to withhold its waiting segments)."""
+        return {"a": self.a, "b": self.b, "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns,
+                "syn_from": self.syn_from, "fins": list(self.fins), "rst": self.rst,
+                "first_capture": name(self.first_capture), "streams": {name(c): n for c, n in self.streams.items()},
+                "halves": [half.saved(name, withhold) for half, withhold in zip(self.halves, withhold_waiting)]}
+
+    def restore(self, state: dict, index) -> bool:
+        """The connection as `saved` left it; whether this run saw its other side first (its
+        directions then swapped: the saved halves are restored the other way round)."""
+        flipped = tuple(state["a"]) != self.a
+        self.first_ts_ns, self.last_ts_ns = state["first_ts_ns"], state["last_ts_ns"]
+        syn_from, fins = state["syn_from"], list(state["fins"])
+        self.syn_from = 1 - syn_from if flipped and syn_from is not None else syn_from
+        self.fins, self.rst = fins[::-1] if flipped else fins, state["rst"]
+        self.first_capture = index(state["first_capture"])
+        self.streams = {index(name): n for name, n in state["streams"].items()}
+        halves = state["halves"][::-1] if flipped else state["halves"]
+        for half, saved in zip(self.halves, halves):
+            half.restore(saved, index)
+        return flipped
 
 
 SinkFactory = Callable[[TcpConnection], StreamSink]

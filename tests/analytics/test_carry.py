@@ -202,3 +202,50 @@ def test_the_carried_body_keeps_the_frames_received_not_a_lost_one(tmp_path):
     (content,) = data["amqp"]["contents"].values()
     assert (content["received"], content["intact"]) == (len(first), False)
     assert content["received_bytes"] == first
+
+
+def test_a_connection_whose_next_run_sees_the_server_first_resumes_the_right_way_round():
+    """The saved connection's endpoint A is the side its run saw first; a next run whose first
+    packet comes from the other side has its directions swapped: the halves, the readers, the
+    client, the SYN's side and the FINs are restored the other way round, and the two runs give the
+    frames and stream facts one run over the whole conversation gives."""
+    from amqp_decode.packets import Segment
+    from tests.fuzz.corpus.build import HEADER, method, publish, content_header, shortstr
+    from tests.fuzz.mutators import frame
+    client = (bytes([10, 0, 0, 1]), 40000)
+    server = (bytes([10, 0, 0, 2]), 5672)
+    start = method(10, 10, b"\x00\x09" + struct.pack(">I", 0) + struct.pack(">I", 5) + b"PLAIN"
+                   + struct.pack(">I", 5) + b"en_US")
+    talk = [(client, HEADER), (server, start), (client, method(10, 40, shortstr(b"/") + shortstr(b"") + b"\x00")),
+            (server, method(10, 41, shortstr(b""))), (client, publish() + content_header(5) + frame(3, 1, b"hello")),
+            (server, frame(8, 0, b"")), (client, frame(8, 0, b""))]
+    seq = {client: 1000, server: 5000}
+    segments = [Segment(1_700_000_000 * 10**9, *client, *server, 999, 0, 0x02, b""),
+                Segment(1_700_000_000 * 10**9 + 500, *server, *client, 4999, 1000, 0x12, b"")]
+    for n, (side, data) in enumerate(talk):
+        other = server if side == client else client
+        t = 1_700_000_000 * 10**9 + 1000 * (n + 1)
+        segments.append(Segment(t, *side, *other, seq[side], seq[other], 0x18, data))
+        seq[side] += len(data)
+    segments.append(Segment(1_700_000_001 * 10**9, *client, *server, seq[client], seq[server], 0x11, b""))
+    cut = 7  # night 2 begins with the server's heartbeat
+
+    def night(items, name, saved=()):
+        rows = defaultdict(list)
+        decoder = CarryingDecoder(Settings(), [name], lambda table, row: rows[table.name].append(dict(row)),
+                                  saved=saved)
+        for item in items:
+            decoder.feed(item, 0)
+        return rows, decoder.finish(items[-1].ts_ns, name), decoder
+
+    assert segments[cut].sport == 5672
+    whole, _, _ = night(segments, "whole.pcap")
+    first, states, _ = night(segments[:cut], "a.pcap")
+    second, _, resumed = night(segments[cut:], "b.pcap", saved=states)
+    assert resumed.resumed
+    frames = [(r["direction"], r["kind"], r["method"], r["stream_offset"]) for r in first["frames"] + second["frames"]]
+    assert frames == [(r["direction"], r["kind"], r["method"], r["stream_offset"]) for r in whole["frames"]]
+    facts = ("client", "server", "client_decided_by", "syn_seen", "end_reason", "c2s_stream_bytes",
+             "c2s_decoded_bytes", "s2c_stream_bytes", "s2c_decoded_bytes", "c2s_frames", "s2c_frames")
+    (one,), (two,) = whole["streams"], second["streams"]
+    assert {k: two[k] for k in facts} == {k: one[k] for k in facts}
