@@ -136,8 +136,8 @@ def program() -> None:
 def main(argv: list[str] | None = None, as_program: bool = False) -> int:
     """`as_program`: this is the whole process (not a caller in Python), so that a command whose
     module says ENDS_AT_ONCE ends the process as soon as its output is flushed (_end_at_once)."""
-    from pipelines.worker import one_blas_thread
-    one_blas_thread()  # before anything imports numpy (pyarrow does): pipelines.worker says why
+    from amqp_decode.process import one_blas_thread
+    one_blas_thread()  # before anything imports numpy (pyarrow does): amqp_decode.process says why
     if argv is None:
         argv = sys.argv[1:]
     if as_program:  # what the command's modules make at import lives as long as the process: the

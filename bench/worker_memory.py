@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from amqp_decode.gc_policy import fewer_collections  # noqa: E402
+from amqp_decode.process import fewer_collections  # noqa: E402
 from amqp_decode.settings import Settings  # noqa: E402
 from pipelines.inputs import InputFile, canonical_uri  # noqa: E402
 from pipelines.plan import plan_units  # noqa: E402
@@ -37,7 +37,7 @@ from pipelines.stages.decode import decode_bucket  # noqa: E402
 from pipelines.stages.flows import flow_parts, flows_task  # noqa: E402
 from pipelines.stages.numbering import number_units  # noqa: E402
 from pipelines.stages.read import read_unit  # noqa: E402
-from pipelines.worker import prepare_worker  # noqa: E402
+from amqp_decode.process import prepare_worker  # noqa: E402
 
 
 class _MallInfo2(ctypes.Structure):

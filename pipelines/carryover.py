@@ -24,13 +24,13 @@ from amqp_decode.bucketing import bucket_of
 from amqp_decode.settings import Settings
 from amqp_decode.state import SavedState
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
+from pipelines.runlog import superseded_rows, table_files
 from pipelines.tablefiles import filesystem_of, stats
 
 STATE_COLUMNS = ["sensor", "tuple_key", "connection", "last_ts_ns", "source", "state"]
 
 
 def _rows(lake: str, table, columns: list[str]) -> list[dict]:
-    from pipelines.runlog import table_files
     rows: list[dict] = []
     for path in table_files(lake, table):
         rows += pq.read_table(path.removeprefix("file://"), columns=columns).to_pylist()
@@ -69,20 +69,6 @@ def superseded(root: str, written: list[dict]) -> list[tuple[str, str]]:
                                  filesystem=filesystem)
             pairs.update(zip(data.column("connection").to_pylist(), data.column("saved_by").to_pylist()))
     return sorted(pairs)
-
-
-def superseded_rows(data: pa.Table, pairs: list[tuple[str, str]]) -> pa.Array:
-    """Which rows of `data` are provisional rows of a superseded (connection, source)."""
-    # (arrays typed: pyarrow's first type inference in a process imports 0.18 s of modules)
-    if not pairs or "provisional" not in data.column_names:
-        return pa.array([False] * data.num_rows, pa.bool_())
-    keys = pa.array([f"{c}\x00{s}" for c, s in pairs], pa.string())
-    hit = pa.array([False] * data.num_rows, pa.bool_())
-    for name in ("connection", "publisher_connection", "consumer_connection"):  # message_flows has two
-        if name in data.column_names:
-            joined = pc.binary_join_element_wise(data.column(name), data.column("source"), "\x00")
-            hit = pc.or_(hit, pc.fill_null(pc.is_in(joined, keys), False))
-    return pc.and_(pc.fill_null(data.column("provisional"), False), hit)
 
 
 def drop_superseded(root: str, written: list[dict], pairs: list[tuple[str, str]]) -> list[dict]:

@@ -63,7 +63,8 @@ def build() -> Path | None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
-    result = subprocess.run([sys.executable, "-m", "pipelines.class_archive", "--train", str(partial)],
+    # the session (pipelines.session, which maps the archive this makes) runs the training
+    result = subprocess.run([sys.executable, "-m", "pipelines.session", "--train-class-archive", str(partial)],
                             capture_output=True, text=True, timeout=600)
     if result.returncode != 0 or not partial.is_file() or partial.stat().st_size < MIN_BYTES:
         partial.unlink(missing_ok=True)
@@ -77,29 +78,6 @@ def build() -> Path | None:
     return path
 
 
-def _train(partial: str) -> None:
-    import tempfile
-
-    from amqp_decode.settings import Settings
-    from pipelines.session import build_session
-    os.environ["AMQPCAP_CLASS_ARCHIVE_DUMP"] = partial
-    spark = build_session(Settings(), "local[2]")
-    spark.sparkContext.parallelize(range(4), 2).mapPartitions(lambda rows: [sum(rows)]).collect()
-    with tempfile.TemporaryDirectory() as folder:
-        frame = spark.createDataFrame([(1, "a"), (2, "b")], "n int, s string")
-        frame.write.parquet(f"{folder}/t")
-        spark.read.parquet(f"{folder}/t").groupBy("s").count().collect()
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    process = getattr(gateway, "proc", None)  # the JVM: it dumps the archive as it exits
-    if process is not None:
-        process.stdin.close()  # Spark's gateway exits when its stdin ends
-        process.wait(timeout=300)
-
-
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--train":
-        _train(sys.argv[2])
-    else:
-        made = build()
-        print(f"amqpcap: class archive {made}" if made else "amqpcap: no class archive", file=sys.stderr)
+    made = build()
+    print(f"amqpcap: class archive {made}" if made else "amqpcap: no class archive", file=sys.stderr)

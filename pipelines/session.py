@@ -11,7 +11,7 @@ from importlib import resources
 
 from amqp_decode.settings import Settings
 from pipelines import class_archive
-from pipelines.worker import SINGLE_BLAS_THREAD
+from amqp_decode.process import SINGLE_BLAS_THREAD
 
 QUIET_LOG4J = resources.files("pipelines") / "log4j2.properties"
 
@@ -168,3 +168,27 @@ def _submitted() -> bool:
     """Started by spark-submit, whose --master must win: the JVM launched this Python driver and
     told it where its gateway is."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def train_class_archive(partial: str) -> None:
+    """The small representative session whose JVM dumps the classes it loaded into `partial` as
+    it exits (pipelines.class_archive.build runs it in a child process)."""
+    import tempfile
+
+    os.environ["AMQPCAP_CLASS_ARCHIVE_DUMP"] = partial
+    spark = build_session(Settings(), "local[2]")
+    spark.sparkContext.parallelize(range(4), 2).mapPartitions(lambda rows: [sum(rows)]).collect()
+    with tempfile.TemporaryDirectory() as folder:
+        frame = spark.createDataFrame([(1, "a"), (2, "b")], "n int, s string")
+        frame.write.parquet(f"{folder}/t")
+        spark.read.parquet(f"{folder}/t").groupBy("s").count().collect()
+    gateway = spark.sparkContext._gateway
+    spark.stop()
+    process = getattr(gateway, "proc", None)  # the JVM: it dumps the archive as it exits
+    if process is not None:
+        process.stdin.close()  # Spark's gateway exits when its stdin ends
+        process.wait(timeout=300)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--train-class-archive"]:
+    train_class_archive(sys.argv[2])

@@ -100,7 +100,7 @@ def arrow_keys(message_id, body_sha256, exchange, routing_key):
     """`_key` column by column, in Arrow: the match keys of rows given as string columns."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    def text(value):  # typed: inferring a Python value's type imports pandas (pipelines.worker)
+    def text(value):  # typed: inferring a Python value's type imports pandas (amqp_decode.process)
         return pa.scalar(value, pa.string())
     by_id = pc.binary_join_element_wise(text("id:"), message_id, text(""))
     by_body = pc.binary_join_element_wise(text("body"), body_sha256, text("|"))

@@ -11,7 +11,7 @@ import sys
 import orjson
 
 from amqp_decode.decoder import CaptureDecoder, expand_inputs
-from amqp_decode.gc_policy import fewer_collections
+from amqp_decode.process import fewer_collections
 from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
 from amqpcap.console import log
 from amqpcap.decodeview.ends import ConnectionEnds
@@ -150,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
     decoder = CaptureDecoder(settings, fold_content=folded)
     out = sys.stdout.buffer
     order = None
-    with fewer_collections(collect=False):  # amqp_decode.gc_policy: a tenth of the time otherwise
+    with fewer_collections(collect=False):  # amqp_decode.process: a tenth of the time otherwise
         if args.stats:
             _stats(decoder, args, settings, out)
         else:

@@ -12,11 +12,8 @@
                         provisional rows of the connections it resumed superseded)
 
 Run it with `amqpcap run --input PATH... --lake DIR` (embedded Spark), or through spark-submit on a
-cluster whose nodes have the wheel installed (see the README), with the same arguments:
-
-    spark-submit --master yarn --conf spark.pyspark.python=/opt/amqpcap/bin/python \\
-        "$(/opt/amqpcap/bin/python -c 'import pipelines.jobs.nightly as j; print(j.__file__)')" \\
-        --input s3://captures/2026-11-21/ --lake s3://analytics/lake --config cluster.toml
+cluster whose nodes have the wheel installed (see the README), with the same arguments: the file
+spark-submit runs is amqpcap/submit.py (its docstring has the line).
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -327,9 +323,3 @@ def _known_fingerprints(lake: str) -> list[tuple[str, str]]:
         pairs += [(p, h) for p, h in zip(data.column("path").to_pylist(), data.column("fingerprint").to_pylist()) if h]
     return pairs
 
-
-# -- entry point -----------------------------------------------------------------------------------
-
-if __name__ == "__main__":  # spark-submit runs this file: the same arguments as `amqpcap run`
-    from amqpcap.cli import main
-    sys.exit(main(["run", *sys.argv[1:]]))

@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 
 from amqp_decode.analytics.common import day
 from amqp_decode.carry import CarryingDecoder
-from amqp_decode.gc_policy import fewer_collections
+from amqp_decode.process import fewer_collections
 from amqp_decode.packets import Segment, segments_from_packed
 from amqp_decode.settings import Settings
 from amqp_decode.tables import CONNECTION_STATE, RESUMPTIONS
@@ -36,7 +36,7 @@ from pipelines.stages.numbering import tcp_streams_of
 from pipelines.stages.placed import CaptureBytes
 from pipelines.stages.read import SEGMENTS, staged_path
 from pipelines.tablefiles import TableFiles, filesystem_of
-from pipelines.worker import prepare_worker
+from amqp_decode.process import prepare_worker
 
 
 def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,

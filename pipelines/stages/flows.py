@@ -24,7 +24,7 @@ from amqp_decode.analytics.message_flows import (SIDE_COLUMNS, KeyParts, arrow_f
 from amqp_decode.tables import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import TableFiles, arrow_column, filesystem_of
-from pipelines.worker import prepare_worker
+from amqp_decode.process import prepare_worker
 
 _TYPES = {**{f.name: f.type for f in DELIVERIES.arrow()}, **{f.name: f.type for f in PUBLISHES.arrow()}}
 SIDES = pa.schema([("key", pa.string()), ("ts_ns", pa.int64()), ("is_delivery", pa.bool_()),
@@ -122,7 +122,7 @@ def part_flows(sides: pa.Table) -> Iterator[pa.Table]:
     message_flows.flow_pairs), a slice of whole keys at a time; the rows are taken and computed
     from the sides' columns in Arrow (arrow_flows), with no Python value per row and column.
     (Scalars given to pyarrow are typed: inferring a Python value's type imports pandas, 0.3 s;
-    pipelines.worker.)"""
+    amqp_decode.process.)"""
     order = pc.sort_indices(sides, sort_keys=SORT)
     keyed = sides.select(RULE_COLUMNS).take(order).combine_chunks()
     keys = keyed["key"]

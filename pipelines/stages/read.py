@@ -22,14 +22,14 @@ import pyarrow as pa
 
 from amqp_decode.bucketing import HeldSegments, SegmentBuckets
 from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
-from amqp_decode.gc_policy import fewer_collections
+from amqp_decode.process import fewer_collections
 from pipelines.inputs import fingerprint, local_path, open_input
 from pipelines.progress import TaskProgress
 from pipelines.stages.numbering import stage_streams
 from pipelines.stages.placed import placing_schema
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
-from pipelines.worker import prepare_worker
+from amqp_decode.process import prepare_worker
 
 # The rows amqp_decode.bucketing makes (its SEGMENT_COLUMNS; a test keeps the two equal)
 SEGMENTS = pa.schema([

@@ -227,7 +227,7 @@ def test_every_record_is_timed_by_the_packets_of_its_first_and_last_byte(name):
 
 
 def test_an_ended_connection_is_freed_without_the_cyclic_collector():
-    """Decoding spaces the cyclic collector's runs out (amqp_decode.gc_policy), so an ended
+    """Decoding spaces the cyclic collector's runs out (amqp_decode.process), so an ended
     connection's objects must be freed by reference counting: with the collector off, none is left
     once every connection of the input has ended (a night's would pile up otherwise)."""
     captures = [str(capture_for(p)) for p in EXPECTED if p.parent == SAMPLES]

@@ -49,7 +49,7 @@ def test_the_wheel_holds_every_package_and_the_specs(installed):
 def test_installed_commands_run_outside_the_checkout(installed):
     python, _, base = installed
     amqpcap = base / "venv" / "bin" / "amqpcap"
-    where = sh(python, "-c", "import pipelines.jobs.nightly as j; print(j.__file__)", cwd=base).stdout.strip()
+    where = sh(python, "-c", "import amqpcap.submit as s; print(s.__file__)", cwd=base).stdout.strip()
     assert str(ROOT) not in where and "site-packages" in where
     version = sh(amqpcap, "--version", cwd=base).stdout
     assert version.startswith("amqpcap ")
@@ -62,7 +62,7 @@ def test_the_nightly_job_through_spark_submit(installed):
     python, _, base = installed
     bindir = base / "venv" / "bin"
     env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    job = sh(python, "-c", "import pipelines.jobs.nightly as j; print(j.__file__)", cwd=base).stdout.strip()
+    job = sh(python, "-c", "import amqpcap.submit as s; print(s.__file__)", cwd=base).stdout.strip()
     lake = base / "lake"
     result = sh(bindir / "spark-submit", "--master", "local[2]", "--conf", f"spark.pyspark.python={python}", job,
                 "--input", SAMPLES / "heartbeats.pcap", SAMPLES / "confirms.pcap", "--lake", lake,

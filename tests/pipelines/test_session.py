@@ -187,7 +187,7 @@ def _threads_after_numpy(env: dict) -> int:
 def test_numpy_in_our_processes_starts_no_blas_threads():
     """What SINGLE_BLAS_THREAD buys: numpy (pyarrow imports it in the driver and in every worker)
     imported with it starts no OpenBLAS threads, which otherwise spin on the cores the tasks need."""
-    from pipelines.worker import SINGLE_BLAS_THREAD
+    from amqp_decode.process import SINGLE_BLAS_THREAD
     env = {key: value for key, value in os.environ.items() if key not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     assert _threads_after_numpy({**env, **SINGLE_BLAS_THREAD}) == 1
     if (os.cpu_count() or 1) > 1:

@@ -1,4 +1,4 @@
-"""What our tasks set up in their worker process (pipelines.worker): Arrow built from lists without
+"""What our tasks set up in their worker process (amqp_decode.process): Arrow built from lists without
 importing pandas, pandas still working for anyone who wants it, Arrow's buffers from the system
 allocator and a glibc heap that keeps big blocks for reuse. Each case runs in a fresh interpreter: pytest's own has
 pandas imported."""
@@ -71,7 +71,7 @@ from pipelines.stages.decode import decode_bucket
 from pipelines.stages.flows import flows_task
 from pipelines.stages.numbering import number_units
 from pipelines.stages.read import read_unit
-from pipelines.worker import prepare_worker
+from amqp_decode.process import prepare_worker
 path, staging, lake = sys.argv[1], sys.argv[2], sys.argv[3]
 prepare_worker()
 unit = Unit(0, 0, canonical_uri(path), 0, None, os.path.getsize(path))
@@ -99,7 +99,7 @@ def test_the_decode_and_flows_tasks_make_their_tables_without_importing_pandas(t
 _FAULTS = """
 import resource
 if {steady}:
-    from pipelines.worker import steady_heap
+    from amqp_decode.process import steady_heap
     assert steady_heap()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(50):  # a task's big blocks come and go: 4 MB, written, freed
