@@ -46,12 +46,13 @@ CLEAN_SEEDS = [
     "tx_bind_cancel.pcap", "crafted/clean.pcap.gz", "crafted/bsd_null_ipv6.pcap",
     "crafted/linux_sll.pcap", "crafted/linux_sll2.pcap", "crafted/vlan_qinq.pcap",
     "crafted/ip_features.pcapng", "crafted/seq_wrap.pcap.gz", "crafted/out_of_order.pcap.gz",
-    "crafted/retransmissions.pcap.gz",
+    "crafted/retransmissions.pcap.gz", "shovel_hops.pcap", "dead_letter_hops.pcap", "amqp10_mixed.pcap",
 ]
 # Samples whose decode already has issues (mid-stream starts, gaps, bad protocol headers...):
 # seeds for the properties that hold for any input.
 DAMAGED_SEEDS = [
     "connection_errors.pcap", "protocol_headers.pcap", "mid_stream.pcap",
+    "other_protocols.pcap",
     "crafted/gap_in_body.pcap.gz", "crafted/gap_in_methods.pcap.gz", "crafted/mid_frame_start.pcap.gz",
     "crafted/retransmission_conflict.pcap.gz",
 ]

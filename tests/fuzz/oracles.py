@@ -299,7 +299,8 @@ def check_record(record: dict, render=None, bodies: bool = False, known=None) ->
         if channel is not None and not (_int(channel) and 0 <= channel <= 0xFFFF):
             fail("channel")
     if kind == "protocol-header":
-        if record["version"] not in ("0-9-1", "0-9", "0-8", None) or not isinstance(record["protocol_header"], str):
+        if record["version"] not in ("0-9-1", "0-9", "0-8", "0-10", "1.0", None) or \
+                not isinstance(record["protocol_header"], str):
             fail("protocol header fields")
         if not (isinstance(record["raw"], str) and re.fullmatch(r"[0-9a-f]{16}", record["raw"])):
             fail("raw")
