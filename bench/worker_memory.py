@@ -32,11 +32,12 @@ sys.path.insert(0, str(HERE.parent))
 from amqp_decode.process import fewer_collections  # noqa: E402
 from amqp_decode.settings import Settings  # noqa: E402
 from pipelines.inputs import InputFile, canonical_uri  # noqa: E402
-from pipelines.plan import plan_units  # noqa: E402
+from pipelines.plan import plan_buckets, plan_units  # noqa: E402
 from pipelines.stages.decode import decode_bucket  # noqa: E402
 from pipelines.stages.flows import flow_parts, flows_task  # noqa: E402
 from pipelines.stages.numbering import number_units  # noqa: E402
 from pipelines.stages.read import read_unit  # noqa: E402
+from pipelines.work import ReadResult  # noqa: E402
 from amqp_decode.process import prepare_worker  # noqa: E402
 
 
@@ -92,23 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         staged = {}
         for unit in units:
             with fewer_collections():  # as pipelines.stages.read.read_task
-                staged[unit.unit] = read_unit(vars(unit), staging, args.buckets)
+                staged[unit.unit] = ReadResult(unit.unit, *read_unit(unit, staging, args.buckets))
         mark("read tasks")
         bases = number_units(units, staged, staging)
-        for bucket in range(args.buckets):
-            files: dict[int, list] = {}
-            for unit in units:
-                counts, facts = staged[unit.unit]
-                if bucket in counts:
-                    lo, hi = facts["spans"][bucket]
-                    entry = files.setdefault(unit.file_index, [[], lo, hi])
-                    entry[0].append(unit.unit)
-                    entry[1], entry[2] = min(entry[1], lo), max(entry[2], hi)
+        work = plan_buckets(units, staged)
+        for n, bucket in enumerate(work):
             with fewer_collections():  # as pipelines.stages.decode.decode_task
-                decode_bucket(bucket, [[index, *entry] for index, entry in sorted(files.items())], staging,
-                              [f.uri for f in inputs], settings, "bench", f"{staging}/lake",
-                              numbers={"bases": bases}, flow_parts=parts)
-            mark(f"decode task {bucket + 1}/{args.buckets}")
+                decode_bucket(bucket, staging, [f.uri for f in inputs], settings, "bench", f"{staging}/lake",
+                              bases=bases, flow_parts=parts)
+            mark(f"decode task {n + 1}/{len(work)}")
         for part in range(parts):
             list(flows_task(iter([part]), staging, f"{staging}/lake", "bench", settings.spark.arrow_batch_rows))
         mark("message_flows tasks")

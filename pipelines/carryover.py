@@ -147,6 +147,4 @@ def _staged_path(base: str, bucket: int) -> str:
     return f"{base}/state/b{bucket:05d}.arrow"
 
 
-def context_json(capture_end_ns: int | None, closing_source: str | None) -> str:
-    """What every decode task needs to end its connections as the run's captures end."""
-    return json.dumps({"capture_end_ns": capture_end_ns, "closing_source": closing_source})
+

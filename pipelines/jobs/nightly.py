@@ -19,17 +19,17 @@ spark-submit runs is amqpcap/submit.py (its docstring has the line).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import tempfile
 import time
 from collections import Counter
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 
 from amqp_decode.settings import Settings
 from amqp_decode.tables import ANALYTICS_TABLES, CAPTURES, DELIVERIES, PUBLISHES, RAW_TABLES, STATE_TABLES
 from pipelines.inputs import InputFile
-from pipelines.plan import plan_units
+from pipelines.plan import plan_buckets, plan_units
+from pipelines.work import ReadUnit, RunContext
 
 log = logging.getLogger("amqpcap")
 TABLES = RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES
@@ -125,8 +125,8 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         summary.carried_in = len(states)
         stale = [(connection, span.closing_source)  # a later run already resumed them (this is a rerun)
                  for connection in carryover.settled_later(lake, {f.uri for f in files}, replaced)]
-        context = carryover.context_json(span.last_ts_ns, span.closing_source)
-        phase("read", "decoding", segments=sum(n for staged, _ in units[1].values() for n in staged.values()))
+        context = RunContext(span.last_ts_ns, span.closing_source)
+        phase("read", "decoding", segments=sum(n for read in units[1].values() for n in read.staged.values()))
         parts = flow_parts(sum(max(f.size, 0) for f in files), spark.sparkContext.defaultParallelism)
         written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, parts, context)
         phase("decode", "message flows")
@@ -166,7 +166,7 @@ def staging_dir(spark, settings: Settings, lake: str, run_id: str) -> str:
 # -- stage 1 -------------------------------------------------------------------------------------
 
 def read_stage(spark, files: list[InputFile], settings: Settings, staging: str):
-    """-> (units, {unit: (staged {bucket: segments}, facts)})"""
+    """-> (units, {unit: ReadResult})"""
     from pipelines.stages.read import read_task
     units = plan_units(files, settings.job.split_bytes)
     context = spark.sparkContext
@@ -175,18 +175,18 @@ def read_stage(spark, files: list[InputFile], settings: Settings, staging: str):
     place = settings.job.place_payloads and context.master.startswith("local")
     task = functools.partial(read_task, staging=staging, buckets=buckets_of(spark, settings), place_payloads=place)
     # RDDs of plain tuples: these stages need no SQL planning nor Arrow conversion, only tasks
-    rows = context.parallelize(slices, len(slices)).flatMap(lambda s: s).mapPartitions(task).collect()
-    return units, {unit: (staged, facts) for unit, staged, facts in rows}
+    results = context.parallelize(slices, len(slices)).flatMap(lambda s: s).mapPartitions(task).collect()
+    return units, {read.unit: read for read in results}
 
 
-def _balanced(units, slices: int) -> list[list[tuple]]:
+def _balanced(units: list[ReadUnit], slices: int) -> list[list[ReadUnit]]:
     """Units in `slices` groups of about equal bytes (biggest first, each to the lightest group)."""
-    groups: list[list[tuple]] = [[] for _ in range(max(slices, 1))]
+    groups: list[list[ReadUnit]] = [[] for _ in range(max(slices, 1))]
     weights = [0] * len(groups)
-    for unit in sorted(units, key=lambda u: -((u.end or u.size) - u.start)):
+    for unit in sorted(units, key=lambda u: -u.length):
         lightest = weights.index(min(weights))
-        groups[lightest].append(astuple(unit))
-        weights[lightest] += max((unit.end or unit.size) - unit.start, 1)
+        groups[lightest].append(unit)
+        weights[lightest] += max(unit.length, 1)
     return [g for g in groups if g]
 
 
@@ -197,33 +197,20 @@ def buckets_of(spark, settings: Settings) -> int:
 # -- stage 2 -------------------------------------------------------------------------------------
 
 def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str, flow_parts: int,
-                 context: str = "{}") -> list[dict]:
+                 context: RunContext | None = None) -> list[dict]:
     """Every bucket with segments -> one task each; the table files they wrote. They also stage
     message_flows' sides (pipelines.stages.flows) in `flow_parts` parts."""
     from pipelines.stages.decode import decode_task
     from pipelines.stages.numbering import number_units
     plans, staged = units
-    per_bucket: dict[int, dict[int, list]] = {}  # bucket -> file index -> [units in byte order, earliest, latest]
-    weights: Counter = Counter()  # bucket -> segments staged
-    for unit in plans:
-        spans = staged[unit.unit][1].get("spans", {})
-        for bucket, segments in sorted(staged[unit.unit][0].items()):
-            first, last = spans[bucket]
-            entry = per_bucket.setdefault(bucket, {}).setdefault(unit.file_index, [[], first, last])
-            entry[0].append(unit.unit)
-            entry[1], entry[2] = min(entry[1], first), max(entry[2], last)
-            weights[bucket] += segments
-    if not per_bucket:
+    work = plan_buckets(plans, staged)
+    if not work:
         return []
-    numbers = json.dumps({"bases": number_units(plans, staged, staging)})  # Wireshark's frame.number, tcp.stream
-    # The biggest buckets first: tasks start in this order, so the small ones fill in at the end
-    # instead of a big one starting last while the other cores idle.
-    rows = [(bucket, json.dumps([[index, *entry] for index, entry in sorted(by_file.items())]), numbers)
-            for bucket, by_file in sorted(per_bucket.items(), key=lambda item: (-weights[item[0]], item[0]))]
+    bases = number_units(plans, staged, staging)  # Wireshark's frame.number, tcp.stream
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
-                             settings_json=settings.to_json(), run_id=run_id, root=root, context_json=context,
-                             flow_parts=flow_parts)
-    return spark.sparkContext.parallelize(rows, len(rows)).mapPartitions(task).collect()
+                             settings_json=settings.to_json(), run_id=run_id, root=root,
+                             context=context or RunContext(), bases=bases, flow_parts=flow_parts)
+    return spark.sparkContext.parallelize(work, len(work)).mapPartitions(task).collect()
 
 
 # -- stage 3 -------------------------------------------------------------------------------------
@@ -259,20 +246,19 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
     from amqp_decode.decoder import capture_issues
     from amqp_decode.rows import RawRows
     from amqp_decode.tables import DECODE_ISSUES
-    from pipelines.stages.read import info_from_json
     from pipelines.tablefiles import TableFiles
     plans, staged = units
     infos = {i: CaptureInfo(f.uri, f.size) for i, f in enumerate(files)}
     failures: dict[int, list[str]] = {}
     printed: dict[int, str] = {}
     for unit in plans:  # in file order, each file's ranges in byte order
-        facts = staged[unit.unit][1]
-        if facts["status"] == "failed":
-            failures.setdefault(unit.file_index, []).append(facts["error"])
+        facts = staged[unit.unit].facts
+        if facts.status == "failed":
+            failures.setdefault(unit.file_index, []).append(facts.error)
         else:
-            infos[unit.file_index].merge(info_from_json(facts["info"]))
-        if facts["fingerprint"]:
-            printed[unit.file_index] = facts["fingerprint"]
+            infos[unit.file_index].merge(facts.info)
+        if facts.fingerprint:
+            printed[unit.file_index] = facts.fingerprint
     writer = TableFiles(lake, run_id, tag="captures-")
     raw_rows = RawRows(run_id)
     now_ns = time.time_ns()

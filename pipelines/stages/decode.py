@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import operator
 import os
 from typing import Iterator
@@ -36,36 +35,33 @@ from pipelines.stages.numbering import tcp_streams_of
 from pipelines.stages.placed import CaptureBytes
 from pipelines.stages.read import SEGMENTS, staged_path
 from pipelines.tablefiles import TableFiles, filesystem_of
+from pipelines.work import BucketFile, BucketWork, RunContext
 from amqp_decode.process import prepare_worker
 
 
-def decode_task(buckets: Iterator[tuple[int, str, str]], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str, context_json: str, flow_parts: int) -> Iterator[dict]:
-    """(bucket, files JSON, numbers JSON) -> the table files written (FILES_DDL dicts)."""
+def decode_task(buckets: Iterator[BucketWork], staging: str, uris: list[str], settings_json: str,
+                run_id: str, root: str, context: RunContext, bases: dict[int, int], flow_parts: int) -> Iterator[dict]:
+    """Buckets -> the table files written (FILES_DDL dicts)."""
     prepare_worker()
     settings = Settings.from_json(settings_json)
-    context = json.loads(context_json)
-    for bucket, files, numbers in buckets:
-        progress = TaskProgress(staging, f"decode-{bucket}")
+    for work in buckets:
+        progress = TaskProgress(staging, f"decode-{work.bucket}")
         with fewer_collections():
-            written = decode_bucket(bucket, json.loads(files), staging, uris, settings, run_id, root, progress,
-                                    context, json.loads(numbers), flow_parts)
+            written = decode_bucket(work, staging, uris, settings, run_id, root, progress, context, bases, flow_parts)
         progress.close()
         yield from written
 
 
-def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str], settings: Settings,
-                  run_id: str, root: str, progress: TaskProgress | None = None, context: dict | None = None,
-                  numbers: dict | None = None, flow_parts: int = 0) -> list[dict]:
-    """`files`: [file_index, [unit, ...], earliest, latest] in file order: the units that staged
-    segments of this bucket, in byte order, and the time their segments span (optional).
-    `context` (pipelines.carryover.context_json): where the run's captures end. `numbers`
-    (pipelines.stages.numbering): {"bases": each unit's first record number less one}; each unit's
-    map of local TCP streams to the file's is staged. `flow_parts`: the parts message_flows' sides
-    are staged in (none when 0)."""
-    context = context or {}
-    numbers = numbers or {}
-    bases = {int(unit): base for unit, base in numbers.get("bases", {}).items()}
+def decode_bucket(work: BucketWork, staging: str, uris: list[str], settings: Settings, run_id: str, root: str,
+                  progress: TaskProgress | None = None, context: RunContext | None = None,
+                  bases: dict[int, int] | None = None, flow_parts: int = 0) -> list[dict]:
+    """A bucket's files' units (those that staged segments of it, in byte order, and the time they
+    span). `context`: where the run's captures end. `bases` (pipelines.stages.numbering): each
+    unit's first record number less one; each unit's map of local TCP streams to the file's is
+    staged. `flow_parts`: the parts message_flows' sides are staged in (none when 0)."""
+    context = context or RunContext()
+    bases = bases or {}
+    bucket, files = work.bucket, work.files
     writer = TableFiles(root, run_id, tag=f"b{bucket}-", batch_rows=settings.spark.arrow_batch_rows)
     sides = FlowSides(staging, f"b{bucket}", flow_parts) if flow_parts else None
     if sides is not None:
@@ -75,11 +71,11 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
     groups = []
     for group in _overlapping(files):
         streams = [_batches(filesystem, [(staged_path(base, unit, bucket), bases.get(unit, 0), unit)
-                                         for unit in units], staging, file_index)
-                   for file_index, units, *_ in group]
+                                         for unit in f.units], staging, f.file_index)
+                   for f in group]
         groups.append(streams[0] if len(streams) == 1 else _merged(streams))
     decoder.feed_all(itertools.chain.from_iterable(groups), progress)
-    states = decoder.finish(context.get("capture_end_ns"), context.get("closing_source"))
+    states = decoder.finish(context.capture_end_ns, context.closing_source)
     for state in states:
         writer.add(CONNECTION_STATE, {"date": day(state.last_ts_ns), "sensor": settings.state.sensor,
                                       "tuple_key": state.key, "connection": state.connection,
@@ -93,8 +89,8 @@ def decode_bucket(bucket: int, files: list[list], staging: str, uris: list[str],
     # Only this task reads its bucket's segments: they go now, not with the whole staging at the
     # end of the run (deleting a 10 GB night's segments took 2.4 s there, with both cores idle).
     # Not before the task has succeeded: a failed one is run again, on the same segments.
-    for _, units, *_ in files:
-        for unit in units:
+    for f in files:
+        for unit in f.units:
             _delete(filesystem, staged_path(base, unit, bucket))
     return written
 
@@ -106,22 +102,22 @@ def _delete(filesystem, path: str) -> None:
         pass
 
 
-def _overlapping(files: list[list]) -> list[list[list]]:
+def _overlapping(files: list[BucketFile]) -> list[list[BucketFile]]:
     """The files in groups to merge by time, in time order: each group's files overlap in time,
     and every group ends before the next begins. Rotated captures follow each other, so their
     segments are read one file after another, and a task holds one batch of one file at a time, not
     one of every file of the night (all files are one group when their spans are not known)."""
-    if any(len(f) < 4 for f in files):
+    if any(f.earliest is None or f.latest is None for f in files):
         return [files]
-    groups: list[list[list]] = []
+    groups: list[list[BucketFile]] = []
     latest = None
-    for f in sorted(files, key=lambda f: (f[2], f[0])):
-        if groups and f[2] <= latest:  # a tie merges too: the merge orders equal times by file
+    for f in sorted(files, key=lambda f: (f.earliest, f.file_index)):
+        if groups and f.earliest <= latest:  # a tie merges too: the merge orders equal times by file
             groups[-1].append(f)
-            latest = max(latest, f[3])
+            latest = max(latest, f.latest)
         else:
             groups.append([f])
-            latest = f[3]
+            latest = f.latest
     return groups
 
 

@@ -48,7 +48,7 @@ def stage_streams(staging: str, unit: int, streams: list[LocalStream]) -> None:
 
 
 def number_units(plans, staged: dict, staging: str) -> dict[int, int]:
-    """`plans`: the units in file order, each file's in byte order; `staged`: {unit: (_, facts)}.
+    """`plans`: the units in file order, each file's in byte order; `staged`: {unit: ReadResult}.
     Stages each unit's map of local streams to tcp.stream; returns {unit: its first record number
     less one}."""
     bases: dict[int, int] = {}
@@ -58,9 +58,8 @@ def number_units(plans, staged: dict, staging: str) -> dict[int, int]:
     for units in by_file.values():
         index, records = StreamIndex(), 0
         for unit in sorted(units, key=lambda u: u.start):
-            facts = staged[unit.unit][1]
             bases[unit.unit] = records
-            records += facts.get("records", 0)
+            records += staged[unit.unit].facts.records
             streams = _staged_streams(staging, unit.unit)
             placed = [index.place(stream) for stream in streams]
             _write(staging, tcp_streams_path, unit.unit, pa.table([pa.array(placed, pa.int64())], schema=TCP_STREAMS))

@@ -17,11 +17,10 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-import msgspec
 import pyarrow as pa
 
 from amqp_decode.bucketing import HeldSegments, SegmentBuckets
-from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, read_records
+from amqp_decode.capture import CaptureError, CaptureInfo, read_records
 from amqp_decode.process import fewer_collections
 from pipelines.inputs import fingerprint, local_path, open_input
 from pipelines.progress import TaskProgress
@@ -29,6 +28,7 @@ from pipelines.stages.numbering import stage_streams
 from pipelines.stages.placed import placing_schema
 from pipelines.stages.staged import StagedFiles
 from pipelines.tablefiles import filesystem_of
+from pipelines.work import ReadFacts, ReadResult, ReadUnit
 from amqp_decode.process import prepare_worker
 
 # The rows amqp_decode.bucketing makes (its SEGMENT_COLUMNS; a test keeps the two equal)
@@ -39,7 +39,6 @@ SEGMENTS = pa.schema([
     ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
     ("at", pa.int64()), ("size", pa.int32()),  # where the payload lies in the capture (-1: in `payload`)
 ])
-UNIT_FIELDS = ("unit", "file_index", "uri", "start", "end", "size")  # pipelines.plan.Unit, as a tuple
 FLUSH_ROWS = 8192
 # Payload bytes a task holds before writing, all buckets together: 8192 rows per bucket alone held
 # 56 MB of Python objects with 4 buckets (a loopback packet is up to 64 KiB), and more for more buckets.
@@ -50,31 +49,30 @@ def staged_path(staging: str, unit: int, bucket: int) -> str:
     return f"{staging}/u{unit:06d}-b{bucket:05d}.arrow"
 
 
-def read_task(units: Iterator[tuple], staging: str, buckets: int,
-              place_payloads: bool = False) -> Iterator[tuple[int, dict, dict]]:
-    """Units (UNIT_FIELDS tuples) -> (unit, {bucket: segments staged}, facts)."""
+def read_task(units: Iterator[ReadUnit], staging: str, buckets: int,
+              place_payloads: bool = False) -> Iterator[ReadResult]:
+    """Units -> what each staged, and what reading it found."""
     prepare_worker()
-    for values in units:
-        unit = dict(zip(UNIT_FIELDS, values))
-        progress = TaskProgress(staging, f"read-{unit['unit']}")
+    for unit in units:
+        progress = TaskProgress(staging, f"read-{unit.unit}")
         with fewer_collections():
             staged, facts = read_unit(unit, staging, buckets, progress, place_payloads)
         progress.close()
-        yield unit["unit"], staged, facts
+        yield ReadResult(unit.unit, staged, facts)
 
 
-def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | None = None,
-              place_payloads: bool = False) -> tuple[dict[int, int], dict]:
-    """Stage one unit; returns ({bucket: segments staged}, facts). The facts' `spans`: {bucket:
-    [earliest, latest] packet time of its segments}. `place_payloads`: see the module docstring."""
-    uri, start, end = unit["uri"], unit["start"], unit["end"]
-    info = CaptureInfo(uri, unit["size"])
+def read_unit(unit: ReadUnit, staging: str, buckets: int, progress: TaskProgress | None = None,
+              place_payloads: bool = False) -> tuple[dict[int, int], ReadFacts]:
+    """Stage one unit; returns ({bucket: segments staged}, what reading found). `place_payloads`:
+    see the module docstring."""
+    uri, start, end = unit.uri, unit.start, unit.end
+    info = CaptureInfo(uri, unit.size)
     filesystem, root = filesystem_of(staging)
-    files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit["unit"], bucket), FLUSH_ROWS,
+    files = StagedFiles(filesystem, SEGMENTS, lambda bucket: staged_path(root, unit.unit, bucket), FLUSH_ROWS,
                         held_bytes=HELD_BYTES, buffer=HeldSegments)
     sorter = SegmentBuckets(buckets, files.parts)
     status, error = "ok", None
-    share = FileShare(progress, (end if end is not None else unit["size"]) - start) if progress is not None else None
+    share = FileShare(progress, unit.length) if progress is not None else None
     report = share.add if share is not None else None
     local = local_path(uri) if place_payloads else None
     try:
@@ -92,12 +90,11 @@ def read_unit(unit: dict, staging: str, buckets: int, progress: TaskProgress | N
     if share is not None:
         share.close()
     staged = files.close()
-    stage_streams(staging, unit["unit"], sorter.streams.streams)
-    facts = {"info": info_to_json(info), "status": status, "error": error, "segments": sum(staged.values()),
-             "spans": sorter.spans,
-             "records": sorter.records, "tcp_streams": sorter.streams.count,
-             "skipped_packets": dict(sorter.parser.skipped),
-             "fingerprint": fingerprint(uri, unit["size"]) if start == 0 and status != "failed" else None}
+    stage_streams(staging, unit.unit, sorter.streams.streams)
+    facts = ReadFacts(info, status, error, sum(staged.values()),
+                      {bucket: tuple(span) for bucket, span in sorter.spans.items()}, sorter.records,
+                      sorter.streams.count, dict(sorter.parser.skipped),
+                      fingerprint(uri, unit.size) if start == 0 and status != "failed" else None)
     return staged, facts
 
 
@@ -122,27 +119,6 @@ class FileShare:
         if self.told < self.size:
             self.progress.add(file_bytes=self.size - self.told)
             self.told = self.size
-
-
-def info_to_json(info: CaptureInfo) -> dict:
-    """What reading found, as plain data (it travels back to the driver, which merges a file's ranges)."""
-    data = msgspec.structs.asdict(info)
-    data["issues"] = [msgspec.structs.asdict(issue) for issue in info.issues]
-    data["link_types"], data["resolutions"] = sorted(info.link_types), sorted(info.resolutions)
-    return data
-
-
-def info_from_json(data: dict) -> CaptureInfo:
-    fields = dict(data)
-    fields["link_types"], fields["resolutions"] = set(fields["link_types"]), set(fields["resolutions"])
-    fields["issues"] = [CaptureIssue(**issue) for issue in fields["issues"]]
-    for key in ("start_header", "end_header"):
-        fields[key] = _tuples(fields[key])
-    return CaptureInfo(**fields)
-
-
-def _tuples(value):
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def _records(uri, info, source, start, end, offsets):

@@ -11,6 +11,7 @@ import pytest
 from pipelines.inputs import canonical_uri
 from pipelines.progress import TaskProgress, totals
 from pipelines.stages.read import read_unit
+from pipelines.work import ReadUnit
 from tests.capture.conftest import SAMPLES
 
 
@@ -54,10 +55,9 @@ def test_reading_reports_as_it_goes_not_only_at_the_end(tmp_path):
     path = tmp_path / "long.pcap"
     long_capture(path, 200)
     recorder = Recorder()
-    unit = {"unit": 0, "file_index": 0, "uri": canonical_uri(str(path)), "start": 0, "end": None,
-            "size": os.path.getsize(path)}
+    unit = ReadUnit(0, 0, canonical_uri(str(path)), 0, None, os.path.getsize(path))
     _, facts = read_unit(unit, str(tmp_path), 2, recorder)
-    packets, captured = facts["info"]["records"], facts["info"]["bytes"]
+    packets, captured = facts.info.records, facts.info.bytes
     assert packets > 3 * REPORT_EVERY
     reading = [c for c in recorder.calls if "packets" in c]
     assert len(reading) == packets // REPORT_EVERY + 1  # steadily, not once at the end
@@ -76,8 +76,7 @@ def test_every_unit_reads_its_share_of_the_file_to_the_end(tmp_path, name):
     told = 0
     for n, (start, end) in enumerate(zip(cuts, cuts[1:])):
         recorder = Recorder()
-        unit = {"unit": n, "file_index": 0, "uri": canonical_uri(str(path)), "start": start,
-                "end": None if end == size else end, "size": size}
+        unit = ReadUnit(n, 0, canonical_uri(str(path)), start, None if end == size else end, size)
         read_unit(unit, str(tmp_path), 2, recorder)
         shares = [c.get("file_bytes", 0) for c in recorder.calls]
         assert sum(shares) == end - start and all(s >= 0 for s in shares)

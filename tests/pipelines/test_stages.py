@@ -17,6 +17,7 @@ from amqp_decode.settings import Settings
 from pipelines.inputs import canonical_uri
 from pipelines.stages.decode import decode_bucket
 from pipelines.stages.read import SEGMENTS, read_unit, staged_path
+from pipelines.work import BucketFile, BucketWork, ReadResult, ReadUnit
 from tests.analytics.tabulated import canonical, tabulate
 from tests.capture.captures import ALL_SAMPLES, sample_id
 from tests.capture.conftest import SAMPLES
@@ -40,11 +41,10 @@ def test_the_staged_schema_holds_the_rows_bucketing_makes():
     assert tuple(SEGMENTS.names) == SEGMENT_COLUMNS
 
 
-def unit(path, index=0):
+def unit(path, index=0) -> ReadUnit:
     path = str(path)
     import os
-    return {"unit": index, "file_index": 0, "uri": canonical_uri(path), "start": 0, "end": None,
-            "size": os.path.getsize(path)}
+    return ReadUnit(index, 0, canonical_uri(path), 0, None, os.path.getsize(path))
 
 
 def test_reading_stages_every_segment_once(tmp_path):
@@ -52,9 +52,9 @@ def test_reading_stages_every_segment_once(tmp_path):
     staged, facts = read_unit(unit(path), str(tmp_path), buckets=3)
     decoder = CaptureDecoder()
     list(decoder.decode([str(path)]))
-    assert sum(staged.values()) == decoder.stats.tcp_segments == facts["segments"]
-    assert facts["status"] == "ok" and facts["info"]["records"] == decoder.stats.packets
-    assert len(facts["fingerprint"]) == 64
+    assert sum(staged.values()) == decoder.stats.tcp_segments == facts.segments
+    assert facts.status == "ok" and facts.info.records == decoder.stats.packets
+    assert len(facts.fingerprint) == 64
     ports = defaultdict(set)  # each connection's segments all went to one bucket
     for bucket in staged:
         table = pa.ipc.open_file(staged_path(str(tmp_path), 0, bucket)).read_all()
@@ -184,16 +184,15 @@ def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
     path = SAMPLES / "concurrent.pcap"
     staging, root = tmp_path / "staging", tmp_path / "lake"
     staging.mkdir()
-    from pipelines.plan import Unit
     from pipelines.stages.numbering import number_units
     staged, facts = read_unit(unit(path), str(staging), buckets=3)
-    numbers = {"bases": number_units([Unit(**unit(path))], {0: (staged, facts)}, str(staging))}
+    bases = number_units([unit(path)], {0: ReadResult(0, staged, facts)}, str(staging))
     files = []
     assert len(staged) >= 2
     for bucket in staged:
         others = {b for b in staged if b != bucket and os.path.exists(staged_path(str(staging), 0, b))}
-        files += decode_bucket(bucket, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
-                               numbers=numbers)
+        files += decode_bucket(BucketWork(bucket, [BucketFile(0, [0])]), str(staging), [canonical_uri(str(path))],
+                               Settings(), "r", str(root), bases=bases)
         # a decoded bucket's segments are gone (no other task reads them); the others' are there
         assert not os.path.exists(staged_path(str(staging), 0, bucket))
         assert all(os.path.exists(staged_path(str(staging), 0, b)) for b in others)
@@ -228,23 +227,22 @@ def test_record_numbers_and_tcp_streams_of_a_file_read_in_ranges(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from pipelines.plan import Unit
     from pipelines.stages.numbering import number_units
     path = SAMPLES / "concurrent.pcap"
     size, uri = os.path.getsize(path), canonical_uri(str(path))
     staging, root = tmp_path / "staging", tmp_path / "lake"
     staging.mkdir()
     edges = [0, size // 3, 2 * size // 3, size]
-    plans = [Unit(i, 0, uri, start, end if end < size else None, size) for i, (start, end) in
+    plans = [ReadUnit(i, 0, uri, start, end if end < size else None, size) for i, (start, end) in
              enumerate(zip(edges, edges[1:]))]
-    staged = {u.unit: read_unit(vars(u), str(staging), buckets=3) for u in plans}
-    assert all(facts["records"] > 0 for _, facts in staged.values())  # each range read some
-    numbers = {"bases": number_units(plans, staged, str(staging))}
+    staged = {u.unit: ReadResult(u.unit, *read_unit(u, str(staging), buckets=3)) for u in plans}
+    assert all(read.facts.records > 0 for read in staged.values())  # each range read some
+    bases = number_units(plans, staged, str(staging))
     files = []
-    for bucket in {b for counts, _ in staged.values() for b in counts}:
-        units = [u.unit for u in plans if bucket in staged[u.unit][0]]
-        files += decode_bucket(bucket, [[0, units]], str(staging), [uri], Settings(), "r", str(root),
-                               numbers=json.loads(json.dumps(numbers)))
+    for bucket in {b for read in staged.values() for b in read.staged}:
+        units = [u.unit for u in plans if bucket in staged[u.unit].staged]
+        files += decode_bucket(BucketWork(bucket, [BucketFile(0, units)]), str(staging), [uri], Settings(), "r",
+                               str(root), bases=bases)
     key = ("connection", "direction", "stream_offset")
     ours = {tuple(r[k] for k in key): (r["pcap_record"], r["pcap_record_last"], r["tcp_stream"])
             for f in files if f["table"] == "frames" for r in pq.read_table(root / "frames" / f["path"]).to_pylist()}
@@ -262,20 +260,19 @@ def test_staged_flow_sides_pair_as_the_library_does(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from pipelines.plan import Unit
     from pipelines.stages.flows import flows_task
     from pipelines.stages.numbering import number_units
     paths = [SAMPLES / name for name in ("concurrent.pcap", "confirms.pcap", "large_and_pipelined.pcap")]
     staging, root = tmp_path / "staging", tmp_path / "lake"
     staging.mkdir()
     uris = [canonical_uri(str(p)) for p in paths]
-    plans = [Unit(i, i, uri, 0, None, os.path.getsize(p)) for i, (p, uri) in enumerate(zip(paths, uris))]
-    staged = {u.unit: read_unit(vars(u), str(staging), buckets=3) for u in plans}
-    numbers = {"bases": number_units(plans, staged, str(staging))}
-    for bucket in {b for counts, _ in staged.values() for b in counts}:
-        by_file = [[u.file_index, [u.unit]] for u in plans if bucket in staged[u.unit][0]]
-        decode_bucket(bucket, by_file, str(staging), uris, Settings(), "r", str(root),
-                      numbers=numbers, flow_parts=3)
+    plans = [ReadUnit(i, i, uri, 0, None, os.path.getsize(p)) for i, (p, uri) in enumerate(zip(paths, uris))]
+    staged = {u.unit: ReadResult(u.unit, *read_unit(u, str(staging), buckets=3)) for u in plans}
+    bases = number_units(plans, staged, str(staging))
+    for bucket in {b for read in staged.values() for b in read.staged}:
+        by_file = [BucketFile(u.file_index, [u.unit]) for u in plans if bucket in staged[u.unit].staged]
+        decode_bucket(BucketWork(bucket, by_file), str(staging), uris, Settings(), "r", str(root),
+                      bases=bases, flow_parts=3)
     assert len(os.listdir(staging / "flows")) > 3  # parts from several buckets
     files = list(flows_task(iter([2, 0]), str(staging), str(root), "r", 100)) + \
         list(flows_task(iter([1]), str(staging), str(root), "r", 100))
@@ -365,38 +362,38 @@ def test_files_are_merged_only_where_their_times_overlap():
     and merges by time only the files whose segments overlap; a tie at a boundary merges."""
     from pipelines.stages.decode import _overlapping
     hour = 3_600 * 10**9
-    rotated = [[i, [i], i * hour, (i + 1) * hour - 1] for i in range(4)]
+    rotated = [BucketFile(i, [i], i * hour, (i + 1) * hour - 1) for i in range(4)]
     assert _overlapping(rotated) == [[f] for f in rotated]
     # a second sensor's file over hours 1-2, a file whose clock went back, one touching its neighbour
-    other = [4, [4], hour + 5, 2 * hour + 5]
-    back = [5, [5, 6], 3 * hour - 10, 3 * hour + 7]
-    touching = [6, [7], 4 * hour - 1, 5 * hour]
+    other = BucketFile(4, [4], hour + 5, 2 * hour + 5)
+    back = BucketFile(5, [5, 6], 3 * hour - 10, 3 * hour + 7)
+    touching = BucketFile(6, [7], 4 * hour - 1, 5 * hour)
     groups = _overlapping([*rotated, other, back, touching])
-    assert [[f[0] for f in group] for group in groups] == [[0], [1, 4, 2, 5, 3, 6]]
-    assert _overlapping([[0, [0]], [1, [1]]]) == [[[0, [0]], [1, [1]]]]  # spans not known: one merge
+    assert [[f.file_index for f in group] for group in groups] == [[0], [1, 4, 2, 5, 3, 6]]
+    unknown = [BucketFile(0, [0]), BucketFile(1, [1])]
+    assert _overlapping(unknown) == [unknown]  # spans not known: one merge
 
 
 def test_a_failed_decode_task_leaves_its_segments_for_the_next_attempt(tmp_path, monkeypatch):
     import pytest
 
-    from pipelines.plan import Unit
     from pipelines.stages.numbering import number_units
     from pipelines.tablefiles import TableFiles
     path = SAMPLES / "concurrent.pcap"
     staging, root = tmp_path / "staging", tmp_path / "lake"
     staging.mkdir()
     staged, facts = read_unit(unit(path), str(staging), buckets=1)
-    numbers = {"bases": number_units([Unit(**unit(path))], {0: (staged, facts)}, str(staging))}
+    bases = number_units([unit(path)], {0: ReadResult(0, staged, facts)}, str(staging))
 
     def failing(self):
         raise OSError("disk full")
     monkeypatch.setattr(TableFiles, "close", failing)
     with pytest.raises(OSError):
-        decode_bucket(0, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
-                      numbers=numbers)
+        decode_bucket(BucketWork(0, [BucketFile(0, [0])]), str(staging), [canonical_uri(str(path))], Settings(),
+                      "r", str(root), bases=bases)
     assert os.path.exists(staged_path(str(staging), 0, 0))
     monkeypatch.undo()
-    files = decode_bucket(0, [[0, [0]]], str(staging), [canonical_uri(str(path))], Settings(), "r", str(root),
-                          numbers=numbers)
+    files = decode_bucket(BucketWork(0, [BucketFile(0, [0])]), str(staging), [canonical_uri(str(path))], Settings(),
+                          "r", str(root), bases=bases)
     assert sum(f["rows"] for f in files if f["table"] == "frames") > 100
     assert not os.path.exists(staged_path(str(staging), 0, 0))

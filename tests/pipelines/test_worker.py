@@ -18,12 +18,13 @@ from tests.capture.conftest import SAMPLES
 READ_A_SAMPLE = """
 import json, os, sys
 from pipelines.inputs import canonical_uri
-from pipelines.stages.read import UNIT_FIELDS, read_task, read_unit
+from pipelines.stages.read import read_task, read_unit
+from pipelines.work import ReadUnit
 path, staging, probed = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-unit = {"unit": 0, "file_index": 0, "uri": canonical_uri(path), "start": 0, "end": None,
-        "size": os.path.getsize(path)}
+unit = ReadUnit(0, 0, canonical_uri(path), 0, None, os.path.getsize(path))
 if probed:  # the task, as Spark calls it
-    [(_, staged, facts)] = read_task(iter([tuple(unit[f] for f in UNIT_FIELDS)]), staging, 3)
+    [read] = read_task(iter([unit]), staging, 3)
+    staged = read.staged
 else:  # the same work without the task's probe
     staged, facts = read_unit(unit, staging, 3)
 after_read = "pandas" in sys.modules
@@ -66,7 +67,6 @@ DECODE_A_SAMPLE = """
 import json, os, sys
 from amqp_decode.settings import Settings
 from pipelines.inputs import canonical_uri
-from pipelines.plan import Unit
 from pipelines.stages.decode import decode_bucket
 from pipelines.stages.flows import flows_task
 from pipelines.stages.numbering import number_units
@@ -74,11 +74,12 @@ from pipelines.stages.read import read_unit
 from amqp_decode.process import prepare_worker
 path, staging, lake = sys.argv[1], sys.argv[2], sys.argv[3]
 prepare_worker()
-unit = Unit(0, 0, canonical_uri(path), 0, None, os.path.getsize(path))
-staged = {0: read_unit(vars(unit), staging, 2)}
-numbers = {"bases": number_units([unit], staged, staging)}
-files = [decode_bucket(bucket, [[0, [0]]], staging, [unit.uri], Settings(), "r", lake, numbers=numbers,
-                       flow_parts=2) for bucket in staged[0][0]]
+from pipelines.work import BucketFile, BucketWork, ReadResult, ReadUnit
+unit = ReadUnit(0, 0, canonical_uri(path), 0, None, os.path.getsize(path))
+staged = {0: ReadResult(0, *read_unit(unit, staging, 2))}
+bases = number_units([unit], staged, staging)
+files = [decode_bucket(BucketWork(bucket, [BucketFile(0, [0])]), staging, [unit.uri], Settings(), "r", lake,
+                       bases=bases, flow_parts=2) for bucket in staged[0].staged]
 flows = list(flows_task(iter([0, 1]), staging, lake, "r", 1000))
 print(json.dumps({"tables": sorted({f["table"] for each in files + [flows] for f in each}),
                   "pandas": "pandas" in sys.modules}))
