@@ -390,7 +390,7 @@ class RawRows:
                "client_decided_by": summary["client_decided_by"], "syn_seen": summary["syn_seen"],
                "first_ts": summary["first_ts_ns"] // 1000, "last_ts": summary["last_ts_ns"] // 1000,
                "end_reason": summary["end_reason"], "run_id": self.run_id}
-        for label, prefix in (("C>S", "c2s"), ("S>C", "s2c")):
+        for label, prefix in ((CLIENT_TO_SERVER, "c2s"), (SERVER_TO_CLIENT, "s2c")):
             facts = summary["directions"].get(label, {})
             for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets", "undecoded_frames"):
                 row[f"{prefix}_{name}"] = facts.get(name)

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from amqp_decode.tables import TABLES, Table
 from pipelines import runlog
+from pipelines.paths import table_uri
 
 DATE = pa.schema([("date", pa.date32())])
 
@@ -40,7 +41,7 @@ def arrow(lake: str, table: str | Table, columns: list[str] | None = None, filte
         return schema.empty_table().select(columns or schema.names)
     dataset = ds.dataset(paths, schema=schema, format="parquet",
                          partitioning=ds.partitioning(DATE, flavor="hive"),
-                         partition_base_dir=_local(runlog.table_uri(lake, table)))
+                         partition_base_dir=_local(table_uri(lake, table)))
     return dataset.to_table(columns=columns, filter=filter)
 
 

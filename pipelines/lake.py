@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from amqp_decode.tables import TABLES, Table
-from pipelines.sinks import delta_spark_loaded, table_uri
+from pipelines.paths import table_uri
+from pipelines.sinks import delta_spark_loaded
 
 
 def read_table(spark, lake: str, table: Table | str, version: int | None = None):

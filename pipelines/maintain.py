@@ -10,6 +10,7 @@ import time
 from amqp_decode.settings import Settings
 from amqp_decode.tables import TABLES
 from pipelines import runlog
+from pipelines.paths import absolute, table_uri
 
 
 def maintain(lake: str, settings: Settings, dry_run: bool = False) -> list[dict]:
@@ -22,7 +23,7 @@ def maintain(lake: str, settings: Settings, dry_run: bool = False) -> list[dict]
     target = settings.maintain.target_file_mb << 20
     hours = settings.maintain.retention_hours
     for name in TABLES:
-        uri = runlog.table_uri(lake, name)
+        uri = table_uri(lake, name)
         if not DeltaTable.is_deltatable(uri):
             continue
         table = DeltaTable(uri)
@@ -42,7 +43,7 @@ def _old_staging(lake: str, hours: int, dry_run: bool) -> list[dict]:
     import pyarrow.fs as pafs
 
     from pipelines.tablefiles import filesystem_of
-    filesystem, root = filesystem_of(runlog._absolute(lake))
+    filesystem, root = filesystem_of(absolute(lake))
     entries = filesystem.get_file_info(pafs.FileSelector(f"{root}/_staging", allow_not_found=True))
     cutoff = time.time() - hours * 3600
     removed = []

@@ -46,22 +46,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from amqp_decode.tables import RUNS, TABLES, Table
+from pipelines.paths import pending_dir, table_uri
 from pipelines.tablefiles import filesystem_of, rows_to_batch, stats
 
 RUN_TAG = "amqpcap_run_id"
 ATTEMPTS = 20  # commits retried after a concurrent run's commit won
-
-
-def _absolute(lake: str) -> str:
-    return lake if "://" in lake and not lake.startswith("file://") else os.path.abspath(lake.removeprefix("file://"))
-
-
-def table_uri(lake: str, table: Table | str) -> str:
-    return f"{_absolute(lake).rstrip('/')}/{table if isinstance(table, str) else table.name}"
-
-
-def pending_dir(lake: str) -> str:
-    return f"{_absolute(lake)}/_amqpcap/pending"
 
 
 # -- writing ---------------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ also removes the provisional rows of the run that saved them (`superseded`, docs
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 from amqp_decode.tables import Table
+from pipelines.paths import absolute, table_uri
 
 
 class Sink(Protocol):
@@ -35,14 +35,6 @@ class Sink(Protocol):
 
 class EngineError(Exception):
     pass
-
-
-def absolute(lake: str) -> str:
-    return lake if "://" in lake and not lake.startswith("file://") else os.path.abspath(lake.removeprefix("file://"))
-
-
-def table_uri(lake: str, table: Table | str) -> str:
-    return f"{absolute(lake).rstrip('/')}/{table if isinstance(table, str) else table.name}"
 
 
 def delta_spark_loaded(spark) -> bool:

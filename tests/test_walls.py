@@ -39,7 +39,7 @@ WINGS = {
     "shared": ("amqp_decode.settings", "amqp_decode.process", "amqp_decode"),
     # (the sinks and the readers that take a Spark session are the job's until the lake wing is
     # its own folder: pipelines.sinks, pipelines.lake, pipelines.spark_types)
-    "lake": ("pipelines.tablefiles", "pipelines.runlog", "pipelines.carryover", "pipelines.maintain",
+    "lake": ("pipelines.tablefiles", "pipelines.runlog", "pipelines.carryover", "pipelines.maintain", "pipelines.paths",
              "pipelines.inputs"),
     "job": ("pipelines",),
     "helpers": ("amqpcap.lake",),  # the lake for notebooks: DuckDB views, Polars frames, Spark tables

@@ -8,13 +8,13 @@ from typing import Callable
 import orjson
 
 from amqp_decode.rows import FrameRow
+from amqp_decode.spec import CLIENT_TO_SERVER
 from amqp_decode.tables import Table
 
 # Where finished rows go: the decode task's table writers, a test's lists, `decode --stats`. The
 # rules read `frames` and `messages` rows as typed rows (amqp_decode.rows) and emit dicts.
 Emit = Callable[[Table, dict], None]
 
-CLIENT_TO_SERVER = "C>S"
 _EPOCH = datetime.date(1970, 1, 1)
 _DAY_NS = 86_400_000_000_000
 

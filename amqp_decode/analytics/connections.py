@@ -5,9 +5,10 @@ AMQP facts from its frames as they pass (only first occurrences and counters are
 
 from __future__ import annotations
 
-from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, arguments, micros, side, text_of, to_int
+from amqp_decode.analytics.common import Emit, arguments, micros, side, text_of, to_int
 from amqp_decode.analytics.naming import Naming
 from amqp_decode.rows import FrameRow
+from amqp_decode.spec import CLIENT_TO_SERVER
 from amqp_decode.tables import CONNECTIONS
 
 MILESTONES = {"connection.start": "start_at", "connection.start-ok": "start_ok_at",

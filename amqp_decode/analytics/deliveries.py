@@ -15,9 +15,10 @@ consumers are held.
 
 from __future__ import annotations
 
-from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
+from amqp_decode.analytics.common import Emit, micros
 from amqp_decode.analytics.table_rows import DeliveryRow
 from amqp_decode.rows import FrameRow, MessageRow
+from amqp_decode.spec import CLIENT_TO_SERVER
 from amqp_decode.tables import DELIVERIES
 
 SETTLE = {"basic.ack": "ack", "basic.nack": "nack", "basic.reject": "reject"}

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from amqp_decode.analytics.common import CLIENT_TO_SERVER, Emit, micros
+from amqp_decode.analytics.common import Emit, micros
 from amqp_decode.analytics.table_rows import PublishRow
 from amqp_decode.rows import FrameRow, MessageRow
+from amqp_decode.spec import CLIENT_TO_SERVER
 from amqp_decode.tables import PUBLISHES
 
 RELEVANT = frozenset({"channel.open", "channel.close", "channel.close-ok", "confirm.select", "tx.select",

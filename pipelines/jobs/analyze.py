@@ -28,7 +28,8 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
 
     from pipelines.jobs.nightly import flows_stage, staging_dir
     from pipelines.lake import read_table
-    from pipelines.sinks import DeltaRsSink, absolute
+    from pipelines.paths import absolute
+    from pipelines.sinks import DeltaRsSink
     from pipelines.stages.decode import remove_staging
     from pipelines.stages.flows import flow_parts
 

@@ -159,8 +159,8 @@ def staging_dir(spark, settings: Settings, lake: str, run_id: str) -> str:
         return f"{settings.job.staging.rstrip('/')}/{run_id}"
     if spark.sparkContext.master.startswith("local"):
         return tempfile.mkdtemp(prefix=f"amqpcap-{run_id[:8]}-")
-    from pipelines.sinks import absolute
-    return f"{absolute(lake)}/_staging/{run_id}"
+    from pipelines.paths import staging_in
+    return staging_in(lake, run_id)
 
 
 # -- stage 1 -------------------------------------------------------------------------------------

@@ -381,9 +381,10 @@ def test_every_file_carries_its_tables_declared_schema(lake):
 
     from amqp_decode.tables import TABLES
     from pipelines import runlog
+    from pipelines.paths import table_uri
     path, _ = lake
     for name, table in TABLES.items():
-        delta = DeltaTable(runlog.table_uri(path, name)).schema().to_arrow()
+        delta = DeltaTable(table_uri(path, name)).schema().to_arrow()
         expected = pa.schema([f for f in table.arrow().remove_metadata() if f.name != "date"])
         declared = pa.schema([f.remove_metadata() for f in pa.schema(delta) if f.name != "date"])
         assert declared.equals(expected), name

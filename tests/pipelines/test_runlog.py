@@ -18,6 +18,7 @@ import pytest
 from pipelines import runlog
 from pipelines.inputs import list_inputs
 from pipelines.jobs.nightly import TABLES as JOB_TABLES, run
+from pipelines.paths import table_uri
 from tests.capture.conftest import SAMPLES
 from tests.conftest import ROOT
 
@@ -75,7 +76,7 @@ def test_a_run_killed_at_any_commit_step_is_invisible_then_finished(prepared, tm
     assert commit_in_subprocess(lake, manifest, f"commit:{step}") == -9  # SIGKILL
     from deltalake import DeltaTable
     for name in TABLES:  # every table readable, at its latest version too
-        DeltaTable(runlog.table_uri(lake, name)).file_uris()
+        DeltaTable(table_uri(lake, name)).file_uris()
     seen = contents(lake)
     complete = step >= STEPS - 1  # killed after the runs row: the run is complete
     assert seen == (clean if complete else before)
@@ -182,7 +183,7 @@ def test_a_commit_that_loses_the_race_to_create_a_table_is_retried(tmp_path, mon
     version = runlog.apply_table(lake, table, [], set(), "b", int(time_ms()))
     monkeypatch.undo()
     assert version == 1
-    assert [info.get(runlog.RUN_TAG) for info in DeltaTable(runlog.table_uri(lake, table)).history()] == ["b", "a"]
+    assert [info.get(runlog.RUN_TAG) for info in DeltaTable(table_uri(lake, table)).history()] == ["b", "a"]
 
 
 def time_ms() -> int:
