@@ -52,7 +52,6 @@ NOT_DECODED = "not-decoded"  # the issue kind of bytes walked or counted, not de
 # 4-byte words (at least 2: the header), type (0 AMQP, 1 SASL), then two type-specific octets
 _AMQP_1_0_FRAME = struct.Struct(">IBB").unpack_from
 AMQP_1_0_HEADER = 8
-AMQP_1_0_TYPES = {0: "AMQP", 1: "SASL"}
 
 
 class FrameReader:
