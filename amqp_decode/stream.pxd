@@ -32,6 +32,21 @@ cdef class _Content:
     cpdef object received_bytes(self)
 
 
+cdef class BodyFrame:
+    cdef public long long start
+    cdef public int channel
+    cdef public long long size
+    cdef public long long remaining
+    cdef public bint intact
+    cdef public long long lost
+    cdef public object first_ts
+    cdef public object capture
+    cdef public object record
+    cdef public object mark
+
+    cpdef long long received(self)
+
+
 cdef class FrameReader:
     cdef public AmqpConnection connection
     cdef public int direction
@@ -50,7 +65,7 @@ cdef class FrameReader:
     cdef public list resync_due
     cdef public object resync_order
     cdef public long long resync_scanned
-    cdef public object body
+    cdef public BodyFrame body
     cdef public long long walked_frames
     cdef public long long walked_sasl
     cdef public long long undecoded_frames
@@ -61,9 +76,9 @@ cdef class FrameReader:
 
     @cython.locals(used=cython.longlong)
     cpdef data(self, long long offset, bytes data, long long ts_ns, int capture, long long record)
-    @cython.locals(buffered=cython.longlong, lost_from=cython.longlong)
+    @cython.locals(buffered=cython.longlong, lost_from=cython.longlong, body=BodyFrame)
     cpdef gap(self, long long offset, long long size, long long ts_ns)
-    @cython.locals(left=cython.longlong, done=cython.longlong)
+    @cython.locals(left=cython.longlong, body=BodyFrame)
     cpdef finish(self)
     @cython.locals(pos=cython.longlong)
     cpdef _process(self, bint final)
@@ -88,7 +103,7 @@ cdef class FrameReader:
     cpdef long long _needed(self, object buf, long long i)
     cpdef _judge(self, object buf, long long i, bint final)
     cpdef bint _start_body(self, object buf, long long pos)
-    @cython.locals(payload_left=cython.longlong, take=cython.longlong)
+    @cython.locals(payload_left=cython.longlong, take=cython.longlong, body=BodyFrame)
     cpdef long long _feed_body(self, object buf, long long pos)
     cpdef _emit_error(self, object error, long long pos)
     cpdef _issue(self, str kind, str detail, long long skipped, long long start, long long end, object channel,
@@ -158,11 +173,11 @@ cdef class AmqpConnection(StreamSink):
                 bint intact=*, object ts=*)
     @cython.locals(content=_Content)
     cpdef body_bytes(self, FrameReader reader, int channel, object data)
-    cpdef streamed_body(self, FrameReader reader, dict body, long long end)
+    cpdef streamed_body(self, FrameReader reader, BodyFrame body, long long end)
     @cython.locals(content=_Content)
     cpdef body_mark(self, FrameReader reader, int channel)
     @cython.locals(content=_Content)
-    cpdef body_lost(self, FrameReader reader, dict body)
+    cpdef body_lost(self, FrameReader reader, BodyFrame body)
     cpdef _hash(self, _Content content, object data)
     @cython.locals(content=_Content, method=Record, header=Record)
     cpdef _close_content(self, tuple key, bint complete, str why=*)

@@ -54,6 +54,43 @@ _AMQP_1_0_FRAME = struct.Struct(">IBB").unpack_from
 AMQP_1_0_HEADER = 8
 
 
+class BodyFrame:
+    """A large body frame streamed as it arrives (FrameReader's BODY state): where it starts, its
+    channel and payload size, what is left of it (payload and frame-end octet), whether every byte
+    came and how many were lost, when and where its first byte came, and where its bytes start in
+    its message's kept bytes (AmqpConnection.body_mark)."""
+
+    __slots__ = ("start", "channel", "size", "remaining", "intact", "lost", "first_ts", "capture", "record", "mark")
+
+    def __init__(self, start: int, channel: int, size: int, first_ts: int, capture: int, record: int, mark) -> None:
+        self.start = start
+        self.channel = channel
+        self.size = size
+        self.remaining = size + 1
+        self.intact = True
+        self.lost = 0
+        self.first_ts = first_ts
+        self.capture = capture
+        self.record = record
+        self.mark = mark
+
+    def received(self) -> int:
+        """Its bytes that came, header and frame-end octet included."""
+        return self.size + 8 - self.remaining - self.lost
+
+    def saved(self, name) -> dict:
+        return {"start": self.start, "channel": self.channel, "size": self.size, "remaining": self.remaining,
+                "intact": self.intact, "lost": self.lost, "first_ts": self.first_ts, "capture": name(self.capture),
+                "record": self.record, "mark": self.mark}
+
+    @staticmethod
+    def restored(state: dict, index) -> "BodyFrame":
+        body = BodyFrame(state["start"], state["channel"], state["size"], state["first_ts"], index(state["capture"]),
+                         state["record"], state["mark"])
+        body.remaining, body.intact, body.lost = state["remaining"], state["intact"], state["lost"]
+        return body
+
+
 class FrameReader:
     """One direction's framing state."""
 
@@ -81,7 +118,7 @@ class FrameReader:
         self.resync_due: list[tuple[int, int]] | None = None
         self.resync_order: deque[int] | None = None
         self.resync_scanned = 0  # stream offset up to which candidates have been judged
-        self.body: dict | None = None  # streaming body frame in progress
+        self.body: BodyFrame | None = None  # streaming body frame in progress
         # walking AMQP 1.0: the frames of the run not yet reported (all, SASL ones), and in all
         self.walked_frames = 0
         self.walked_sasl = 0
@@ -129,13 +166,14 @@ class FrameReader:
         if self.state == WALK or self.state == OPAQUE:
             self._walk_gap(offset, size)
             return
-        if self.state == BODY and size < self.body["remaining"]:
-            self.body["remaining"] -= size
-            self.body["intact"] = False
-            self.body["lost"] += size
+        if self.state == BODY and size < self.body.remaining:
+            body = self.body
+            body.remaining -= size
+            body.intact = False
+            body.lost += size
             self.end += size
-            self._issue("gap", f"{size} bytes not captured inside a {self.body['size']}-byte body "
-                        "frame; framing kept", size, offset, offset + size, self.body["channel"])
+            self._issue("gap", f"{size} bytes not captured inside a {body.size}-byte body "
+                        "frame; framing kept", size, offset, offset + size, body.channel)
             return
         buffered = len(self.buf)
         frame_size = self._known_frame_size()
@@ -157,8 +195,8 @@ class FrameReader:
         self.skip_detail = ""
         if self.state == BODY:  # the gap runs past the body's end: the frame is lost
             self.connection.body_lost(self, self.body)
-            buffered += self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
-            lost_from = self.body["start"]
+            buffered += self.body.received()
+            lost_from = self.body.start
             self.body = None
         self._issue("gap", f"{size} bytes not captured" +
                     (f"; {buffered} received bytes of an incomplete frame dropped" if buffered else ""),
@@ -173,9 +211,9 @@ class FrameReader:
         left = len(self.buf)
         if self.state == BODY:
             self.connection.body_lost(self, self.body)
-            done = self.body["size"] + 8 - self.body["remaining"] - self.body["lost"]
-            self._issue("truncated", f"stream ended inside a {self.body['size']}-byte body frame",
-                        done + left, self.body["start"], self.end, self.body["channel"])
+            body = self.body
+            self._issue("truncated", f"stream ended inside a {body.size}-byte body frame",
+                        body.received() + left, body.start, self.end, body.channel)
             self.body = None
         elif self.state in (WALK, OPAQUE) and (self.skipped or left):
             if not self.skipped:
@@ -509,34 +547,32 @@ class FrameReader:
             return False
         start = self.base + pos
         first_ts, _, capture, record, _ = self.timestamps(start, start + 1)  # its chunk is forgotten meanwhile
-        self.body = {"start": start, "channel": channel, "size": size, "remaining": size + 1,
-                     "intact": True, "lost": 0, "first_ts": first_ts, "capture": capture, "record": record,
-                     "mark": self.connection.body_mark(self, channel)}
+        self.body = BodyFrame(start, channel, size, first_ts, capture, record, self.connection.body_mark(self, channel))
         self.state = BODY
         self._feed_body(buf, pos + FRAME_HEADER_SIZE)
         return True
 
     def _feed_body(self, buf: bytearray, pos: int) -> int:
         body = self.body
-        payload_left = body["remaining"] - 1
+        payload_left = body.remaining - 1
         take = min(payload_left, len(buf) - pos)
         if take:
             with memoryview(buf) as view:  # no copy; released before the buffer can be resized
-                self.connection.body_bytes(self, body["channel"], view[pos:pos + take])
-            body["remaining"] -= take
+                self.connection.body_bytes(self, body.channel, view[pos:pos + take])
+            body.remaining -= take
             pos += take
-        if body["remaining"] == 1 and pos < len(buf):
+        if body.remaining == 1 and pos < len(buf):
             end_octet = buf[pos]
             pos += 1
-            body["remaining"] = 0
+            body.remaining = 0
             self.body = None
             self.state = FRAMES
             frame_end = self.connection.codec.frame_end
             if end_octet != frame_end:
                 self.connection.body_lost(self, body)
-                self._issue("framing", f"bad-frame-end: octet after a {body['size']}-byte body payload "
-                            f"is {end_octet:#04x}, not {frame_end:#04x}", body["size"] + 8 - body["lost"],
-                            body["start"], self.base + pos, body["channel"])
+                self._issue("framing", f"bad-frame-end: octet after a {body.size}-byte body payload "
+                            f"is {end_octet:#04x}, not {frame_end:#04x}", body.size + 8 - body.lost,
+                            body.start, self.base + pos, body.channel)
                 self.state = RESYNC
             else:
                 self.connection.streamed_body(self, body, self.base + pos)
@@ -574,7 +610,7 @@ class FrameReader:
     def saved(self, name, may_send_secrets: bool) -> dict:
         """This direction's framing as plain data for the next run (`name`: capture index -> file
         name). Bytes that may hold credentials are never in it (`_withheld`)."""
-        body = dict(self.body, capture=name(self.body["capture"])) if self.body is not None else None
+        body = self.body.saved(name) if self.body is not None else None
         saved = {"buf": bytes(self.buf), "base": self.base, "end": self.end,
                  "chunks": [(end, ts, name(c), r) for end, ts, c, r in self.chunks], "state": self.state,
                  "mid_stream": self.mid_stream, "skipped": self.skipped,
@@ -629,7 +665,7 @@ class FrameReader:
             self.resync_live, self.resync_due = set(waiting), [(0, a) for a in waiting]
             self.resync_order = deque(waiting)
         self.resync_scanned = state["resync_scanned"]
-        self.body = dict(state["body"], capture=index(state["body"]["capture"])) if state["body"] else None
+        self.body = BodyFrame.restored(state["body"], index) if state["body"] else None
         self.frames, self.decoded_bytes = state["frames"], state["decoded_bytes"]
         self.skipped_bytes = state["skipped_bytes"]
         # (states saved before AMQP 1.0 was walked have none of these)
@@ -646,8 +682,8 @@ class FrameReader:
             if first < low:
                 low = first
         if self.state == BODY and self.body is not None:
-            if self.body["first_ts"] < low:
-                low = self.body["first_ts"]
+            if self.body.first_ts < low:
+                low = self.body.first_ts
         elif self.skipped and self.skip_first[0] < low:
             low = self.skip_first[0]
         return low
@@ -1258,11 +1294,11 @@ class AmqpConnection(StreamSink):
         return (len(content.body) if content.body is not None else -1,
                 len(content.received_parts) if content.received_parts is not None else -1)
 
-    def body_lost(self, reader: FrameReader, body: dict) -> None:
+    def body_lost(self, reader: FrameReader, body: BodyFrame) -> None:
         """A large body frame streamed in part, then lost (bad frame-end, a gap past it, the
         stream's end): its bytes leave the message's body, and the message cannot be complete."""
-        content = self.contents.get((reader.direction, body["channel"]))
-        mark = body.get("mark")
+        content = self.contents.get((reader.direction, body.channel))
+        mark = body.mark
         if content is None or mark is None:
             return
         content.intact = False
@@ -1272,13 +1308,12 @@ class AmqpConnection(StreamSink):
             del content.received_parts[mark[1]:]
             content.received_size = sum([len(part) for part in content.received_parts])
 
-    def streamed_body(self, reader: FrameReader, body: dict, end: int) -> None:
+    def streamed_body(self, reader: FrameReader, body: BodyFrame, end: int) -> None:
         last = reader.timestamps(end - 1, end)
-        self._body(reader, body["channel"], None, body["start"], end, intact=body["intact"],
-                   ts=(body["first_ts"], last[1], body["capture"], body["record"],
-                       last[4] if last[2] == body["capture"] else 0))
+        self._body(reader, body.channel, None, body.start, end, intact=body.intact,
+                   ts=(body.first_ts, last[1], body.capture, body.record, last[4] if last[2] == body.capture else 0))
         reader.frames += 1
-        reader.decoded_bytes += body["size"] + 8 - body["lost"]
+        reader.decoded_bytes += body.size + 8 - body.lost
 
     def _hash(self, content: _Content, data) -> None:
         if content.hasher is not None:  # (None: resumed without its start, the hash is lost)
