@@ -14,17 +14,17 @@ setup: $(STAMP)
 
 # The compiled build is made from the .py files: a changed one rebuilds it (a stale extension
 # would silently run the old code).
-$(STAMP): pyproject.toml setup.py $(wildcard amqp_decode/*.pxd amqp_decode/*/*.pxd amqp_decode/*.py amqp_decode/*/*.py amqpcap/decodeview/*.py amqpcap/decodeview/*.pxd)
+$(STAMP): pyproject.toml setup.py $(shell find amqpcap -name '*.py' -o -name '*.pxd')
 	@if [ -d $(VENV) ] && [ "$$(cat $(VENV)/.checkout 2>/dev/null)" != "$(CURDIR)" ]; then \
 		echo "amqpcap: $(VENV) was made for another checkout: rebuilding it"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	printf '%s' "$(CURDIR)" > $(VENV)/.checkout
-	$(PY) -m pipelines.class_archive  # Spark's JVM classes, mapped at every start (pipelines/class_archive.py)
+	$(PY) -m amqpcap.job.class_archive  # Spark's JVM classes, mapped at every start (amqpcap/job/class_archive.py)
 	@# bytecode, as pip writes it for a regular install (an editable one does not): where Python may not
 	@# write it (PYTHONDONTWRITEBYTECODE), every start would compile the sources again (20-40 ms)
-	$(PY) -m compileall -q -j 0 amqp_decode amqpcap pipelines
+	$(PY) -m compileall -q -j 0 amqpcap
 	rm -f $(VENV)/.installed*
 	touch $@
 
@@ -41,7 +41,7 @@ PARALLEL ?= -n auto --dist loadfile
 test: setup
 	$(VENV)/bin/ruff check --quiet .
 	$(PY) -m pytest -q $(PARALLEL)
-	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q $(PARALLEL) -m "not slow" tests/codec tests/capture tests/analytics tests/fuzz
+	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q $(PARALLEL) -m "not slow" tests/protocol tests/capture tests/connection tests/columnar tests/tables tests/rules tests/onepass tests/decodeview tests/cli/test_cli.py tests/fuzz
 
 quick: setup  # the inner loop: everything but the Spark end-to-end tests
 	$(PY) -m pytest -q $(PARALLEL) -m "not slow"

@@ -17,22 +17,19 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-# The packages whose __init__.py declares HOT_MODULES: the modules compiled.
-HOT_PACKAGES = ("amqp_decode", "amqpcap/decodeview")
+# The package whose __init__.py declares HOT_MODULES: the modules compiled.
+PACKAGE = "amqpcap"
 
 
 def hot_modules() -> list[str]:
-    """Each package's HOT_MODULES, read without importing the package (one declaration each)."""
-    files = []
-    for package in HOT_PACKAGES:
-        with open(os.path.join(HERE, package, "__init__.py")) as f:
-            tree = ast.parse(f.read())
-        declared = [node.value for node in tree.body if isinstance(node, ast.Assign)
-                    and getattr(node.targets[0], "id", None) == "HOT_MODULES"]
-        if not declared:
-            raise RuntimeError(f"{package}/__init__.py declares no HOT_MODULES")
-        files += [f"{package}/{name.replace('.', '/')}.py" for name in ast.literal_eval(declared[0])]
-    return files
+    """The package's HOT_MODULES, read without importing it (one declaration)."""
+    with open(os.path.join(HERE, PACKAGE, "__init__.py")) as f:
+        tree = ast.parse(f.read())
+    declared = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", None) == "HOT_MODULES"]
+    if not declared:
+        raise RuntimeError(f"{PACKAGE}/__init__.py declares no HOT_MODULES")
+    return [f"{PACKAGE}/{name.replace('.', '/')}.py" for name in ast.literal_eval(declared[0])]
 
 
 def say(message: str) -> None:

@@ -1,5 +1,5 @@
 """The file spark-submit runs on a cluster: the nightly job, with the same arguments as
-`amqpcap run` (the job itself, pipelines.jobs.nightly, knows no command line):
+`amqpcap run` (the job itself, amqpcap.job.nightly, knows no command line):
 
     spark-submit --master yarn --conf spark.pyspark.python=/opt/amqpcap/bin/python \\
         "$(/opt/amqpcap/bin/python -c 'import amqpcap.submit as s; print(s.__file__)')" \\

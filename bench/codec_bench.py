@@ -1,4 +1,4 @@
-"""Codec benchmark: frames/s of amqp_decode against pamqp on the same corpus, in the same run.
+"""Codec benchmark: frames/s of amqpcap against pamqp on the same corpus, in the same run.
 
     .venv/bin/python bench/codec_bench.py [--seconds 3] [--repeat 5]
 
@@ -7,7 +7,7 @@ content header (rich properties and a headers table) and body, the matching deli
 and body, and the consumer's ack; plus a confirm ack and a heartbeat. Frames are encoded once with
 pamqp, then each decoder parses the concatenated stream frame by frame from a bytes buffer. Both
 run single-threaded in this process, timed alternately `--repeat` times; the best of each is reported.
-Target (issue 12, raised from issue 2's 2x): amqp_decode at least 5x pamqp's frames/s.
+Target (issue 12, raised from issue 2's 2x): amqpcap at least 5x pamqp's frames/s.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import platform
 import time
 from decimal import Decimal
 
-from pamqp import commands, frame as pamqp_frame
+from pamqp import commands
+from pamqp import frame as pamqp_frame
 from pamqp.body import ContentBody
 from pamqp.header import ContentHeader
 from pamqp.heartbeat import Heartbeat
 
-from amqp_decode.codec import Codec
+from amqpcap.protocol.codec import Codec
 
 
 def corpus() -> list[bytes]:
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, 1 core")
     print(f"corpus: {sum(map(len, data))} bytes, {len(data)} frames "
           "(publish+header+body, deliver+header+body, 2 acks, heartbeat)")
-    print(f"amqp_decode: {ours:12,.0f} frames/s")
+    print(f"amqpcap: {ours:12,.0f} frames/s")
     print(f"pamqp:       {theirs:12,.0f} frames/s")
     print(f"ratio:       {ours / theirs:12.2f}x  (target >= 5x)")
 

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _records(path: Path):
-    from amqp_decode.capture import read_records
+    from amqpcap.capture.readers import read_records
     return read_records(str(path))
 
 

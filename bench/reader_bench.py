@@ -1,4 +1,4 @@
-"""Capture reader benchmark: amqp_decode.capture against Scapy's raw readers on the same large files.
+"""Capture reader benchmark: amqpcap.capture.readers against Scapy's raw readers on the same large files.
 
     .venv/bin/python bench/reader_bench.py [--mb 500] [--ranges 4] [--repeat 3] [--keep DIR]
 
@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
 
-from amqp_decode.capture import CaptureInfo, read_records, split_points  # noqa: E402
+from amqpcap.capture.readers import CaptureInfo, read_records, split_points  # noqa: E402
 
 
 def fast_whole(path: Path) -> int:

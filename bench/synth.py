@@ -54,10 +54,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from amqp_decode.capture import read_records  # noqa: E402
-from amqp_decode.decoder import SegmentDecoder  # noqa: E402
-from amqp_decode.packets import TCP_SYN, PacketParser, format_endpoint  # noqa: E402
-from amqp_decode.settings import Settings  # noqa: E402
+from amqpcap.capture.packets import TCP_SYN, PacketParser, format_endpoint  # noqa: E402
+from amqpcap.capture.readers import read_records  # noqa: E402
+from amqpcap.connection.decoder import SegmentDecoder  # noqa: E402
+from amqpcap.settings import Settings  # noqa: E402
 
 SAMPLES = ROOT / "data" / "samples"
 EXCLUDED = {"heartbeats.pcap"}  # almost only heartbeats

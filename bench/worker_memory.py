@@ -29,16 +29,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from amqp_decode.process import fewer_collections  # noqa: E402
-from amqp_decode.settings import Settings  # noqa: E402
-from pipelines.inputs import InputFile, canonical_uri  # noqa: E402
-from pipelines.plan import plan_buckets, plan_units  # noqa: E402
-from pipelines.stages.decode import decode_bucket  # noqa: E402
-from pipelines.stages.flows import flow_parts, flows_task  # noqa: E402
-from pipelines.stages.numbering import number_units  # noqa: E402
-from pipelines.stages.read import read_unit  # noqa: E402
-from pipelines.work import ReadResult  # noqa: E402
-from amqp_decode.process import prepare_worker  # noqa: E402
+from amqpcap.capture.inputs import InputFile, canonical_uri  # noqa: E402
+from amqpcap.job.plan import plan_buckets, plan_units  # noqa: E402
+from amqpcap.job.stages.decode import decode_bucket  # noqa: E402
+from amqpcap.job.stages.flows import flow_parts, flows_task  # noqa: E402
+from amqpcap.job.stages.numbering import number_units  # noqa: E402
+from amqpcap.job.stages.read import read_unit  # noqa: E402
+from amqpcap.job.work import ReadResult  # noqa: E402
+from amqpcap.process import (
+    fewer_collections,  # noqa: E402
+    prepare_worker,  # noqa: E402
+)
+from amqpcap.settings import Settings  # noqa: E402
 
 
 class _MallInfo2(ctypes.Structure):
@@ -92,13 +94,13 @@ def main(argv: list[str] | None = None) -> int:
         mark("start")
         staged = {}
         for unit in units:
-            with fewer_collections():  # as pipelines.stages.read.read_task
+            with fewer_collections():  # as amqpcap.job.stages.read.read_task
                 staged[unit.unit] = ReadResult(unit.unit, *read_unit(unit, staging, args.buckets))
         mark("read tasks")
         bases = number_units(units, staged, staging)
         work = plan_buckets(units, staged)
         for n, bucket in enumerate(work):
-            with fewer_collections():  # as pipelines.stages.decode.decode_task
+            with fewer_collections():  # as amqpcap.job.stages.decode.decode_task
                 decode_bucket(bucket, staging, [f.uri for f in inputs], settings, "bench", f"{staging}/lake",
                               bases=bases, flow_parts=parts)
             mark(f"decode task {n + 1}/{len(work)}")

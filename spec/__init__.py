@@ -1,1 +1,1 @@
-# Packaged as amqp_decode.specs (see pyproject.toml) so the XML travels with the code to executors.
+# Packaged as amqpcap.protocol.specs (see pyproject.toml) so the XML travels with the code to executors.

@@ -1,4 +1,5 @@
-"""Shared fixtures. Codec tests need no Spark; Spark fixtures arrive with the pipeline."""
+"""Fixtures every folder shares: the codecs; one SparkSession for the whole suite (local[2], UI off,
+few shuffle partitions) and the samples' lake, built once by the whole job."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from amqp_decode.codec import Codec
-
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+from amqpcap.protocol.codec import Codec
+from amqpcap.settings import load_settings
+from tests.helpers.samples import SAMPLES, SHARED
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +27,32 @@ def shared() -> Path:
     if not (SHARED / "reference" / "AMQP.md").exists():
         pytest.fail(f"the shared reference material is missing at {SHARED}")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def settings():
+    return load_settings(None, ["spark.master=\"local[2]\"", 'spark.conf={"spark.sql.shuffle.partitions" = "4"}'])
+
+
+@pytest.fixture(scope="session")
+def spark(settings):
+    from amqpcap.job.session import build_session
+    session = build_session(settings)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def lake(spark, settings, tmp_path_factory):
+    """data/samples/ run once through the whole job: (lake path, run summary)."""
+    from amqpcap.capture.inputs import list_inputs
+    from amqpcap.job.nightly import run
+    path = str(tmp_path_factory.mktemp("lake"))
+    return path, run(spark, list_inputs([str(SAMPLES)]), settings, path, "run-1")
+
+
+def pytest_collection_modifyitems(items):
+    """Everything that starts Spark is slow: `pytest -m 'not slow'` is the quick inner loop."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) or "lake" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

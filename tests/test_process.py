@@ -1,11 +1,11 @@
-"""amqp_decode.process: what a decode task leaves in cycles is collected at its end, and only that."""
+"""amqpcap.process: what a decode task leaves in cycles is collected at its end, and only that."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from amqp_decode.process import YOUNG_ALLOCATIONS, fewer_collections
+from amqpcap.process import YOUNG_ALLOCATIONS, fewer_collections
 
 
 class _Node:

@@ -9,8 +9,8 @@ import tomllib
 
 import pytest
 
-from amqp_decode.settings import Settings, SettingsError, from_data, load_settings, to_toml
-from tests.conftest import ROOT
+from amqpcap.settings import Settings, SettingsError, from_data, load_settings, to_toml
+from tests.helpers.samples import ROOT
 
 HEADER_LINES = 4  # the comment above the generated part of conf/default.toml
 

@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pamqp import commands as C, frame as F
+from pamqp import commands as C
+from pamqp import frame as F
 from pamqp.body import ContentBody
 from pamqp.header import ContentHeader, ProtocolHeader
 from pamqp.heartbeat import Heartbeat

@@ -1,7 +1,7 @@
 # Types for the compiled build of ends.py (Cython pure Python mode): the .py is the source.
 # Every record passes `observe`: typed, its facts and the record's fields are C fields.
 cimport cython
-from amqp_decode.record cimport Record, as_record, new_record
+from amqpcap.connection.record cimport Record, as_record, new_record
 
 
 cdef class _Facts:

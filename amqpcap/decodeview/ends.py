@@ -9,8 +9,8 @@ ended makes it `heartbeat-timeout` (the same rule as the `connections` table's e
 
 from __future__ import annotations
 
-from amqp_decode.record import CONNECTION_END, Record, as_record, new_record
-from amqp_decode.spec import CLIENT_TO_SERVER
+from amqpcap.connection.record import CONNECTION_END, Record, as_record, new_record
+from amqpcap.protocol.spec import CLIENT_TO_SERVER
 
 END = "connection-end"
 # reasons that are not a normal end (for --errors): the close handshake was not done

@@ -20,7 +20,7 @@ import fnmatch
 import re
 from typing import Callable
 
-from amqp_decode.record import Record, as_record
+from amqpcap.connection.record import Record, as_record
 from amqpcap.decodeview.ends import ABNORMAL, END
 from amqpcap.decodeview.where import compile_where
 

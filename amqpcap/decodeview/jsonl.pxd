@@ -6,7 +6,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memcpy, memmove
-from amqp_decode.record cimport Record
+from amqpcap.connection.record cimport Record
 
 cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
 cdef tuple _CONNECTION_END

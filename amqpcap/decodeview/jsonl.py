@@ -18,11 +18,11 @@ from decimal import Decimal
 
 import orjson
 
-from amqp_decode.record import CAPTURE_ISSUE, COMMON, CONNECTION_END, METHOD_MESSAGE, SHAPES, Record
+from amqpcap.connection.record import CAPTURE_ISSUE, COMMON, CONNECTION_END, METHOD_MESSAGE, SHAPES, Record
 
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
 _DUMPS = orjson.dumps  # (compiled: a C variable, not a module attribute looked up per line)
-# Compiled, this module is an extension file (amqp_decode.arrow_layout says why it is told so)
+# Compiled, this module is an extension file (amqpcap.columnar.arrow_layout says why it is told so)
 COMPILED = __file__.endswith((".so", ".pyd"))
 
 
@@ -40,7 +40,7 @@ def reference_line(record) -> bytes:
     return orjson.dumps(values, default=_json_default, option=_NEWLINE)
 
 
-# The shapes the writer knows (the decoder's records), told by identity: amqp_decode.record makes
+# The shapes the writer knows (the decoder's records), told by identity: amqpcap.connection.record makes
 # every record of a shape with the same tuple
 _METHOD, _METHOD_MESSAGE = SHAPES["method"], METHOD_MESSAGE
 _HEADER, _BODY, _HEARTBEAT = SHAPES["header"], SHAPES["body"], SHAPES["heartbeat"]
@@ -48,7 +48,7 @@ _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE = SHAPES["issue"], SHAPES["protocol-hea
 _CONNECTION_END = SHAPES[CONNECTION_END]  # (amqpcap decode's, made by amqpcap.decodeview.ends)
 _COMMON_KEYS = len(COMMON)
 _PIECES_HELD = 8192  # runs of keys and values remembered per table (LineWriter._piece); past that it starts over
-_TO_SERVER, _TO_CLIENT = "C>S", "S>C"  # (amqp_decode.spec's directions)
+_TO_SERVER, _TO_CLIENT = "C>S", "S>C"  # (amqpcap.protocol.spec's directions)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _PAIRS = "".join(f"{i:02d}" for i in range(100)).encode()  # the digits of 0 to 99, two each
 

@@ -1,6 +1,6 @@
 # Types for the compiled build of order.py (Cython pure Python mode): the .py is the source.
 cimport cython
-from amqp_decode.record cimport Record, as_record
+from amqpcap.connection.record cimport Record, as_record
 
 
 cpdef object low_watermark(object decoder)

@@ -23,7 +23,7 @@ import time
 from array import array
 from typing import Callable
 
-from amqp_decode.record import Record, as_record
+from amqpcap.connection.record import Record, as_record
 
 DEFAULT_CAP = 200_000
 RUN_CHUNK = 1 << 18  # bytes per chunk of renderings held one after another (TimeOrder's `into`)

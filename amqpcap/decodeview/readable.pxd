@@ -3,7 +3,7 @@
 # attribute lookups by name were a good part of them.
 
 cimport cython
-from amqp_decode.record cimport Record, as_record
+from amqpcap.connection.record cimport Record, as_record
 
 cdef tuple _DIGITS
 cdef long long _NO_SECOND

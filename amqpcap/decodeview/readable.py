@@ -19,9 +19,9 @@ import re
 import time
 from decimal import Decimal
 
-from amqp_decode.analytics.naming import naming_for
-from amqp_decode.fieldtable import Timestamp
-from amqp_decode.record import Record, as_record
+from amqpcap.connection.record import Record, as_record
+from amqpcap.protocol.fieldtable import Timestamp
+from amqpcap.rules.naming import naming_for
 
 _PLAIN = re.compile(r'[^\s"=,{}\[\]\\|]+\Z').match  # strings written without quotes
 _CLOSES = frozenset({"channel.close", "connection.close"})

@@ -17,8 +17,7 @@ class LakeError(Exception):
 
 def open_lake(lake: str):
     """A DuckDB connection with one view per table, in UTC."""
-    from amqpcap.lake import duckdb_views
-    from pipelines import runlog
+    from amqpcap.lake import duckdb_views, runlog
     if "://" not in lake and not os.path.isdir(lake):
         raise LakeError(f"no lake at {lake}")
     if all(version is None for version in runlog.snapshot(lake).values()):

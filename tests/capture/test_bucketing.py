@@ -1,4 +1,4 @@
-"""A capture range's segments sorted into connection buckets (amqp_decode.bucketing): every TCP
+"""A capture range's segments sorted into connection buckets (amqpcap.capture.bucketing): every TCP
 packet of every sample, in its connection's bucket, in capture order, with the row the packet
 parser and the stream numbering give it one by one; what was read is reported even when reading
 fails part-way. Run compiled and interpreted (the reference) alike."""
@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from amqp_decode.bucketing import REPORT_EVERY, SEGMENT_COLUMNS, HeldSegments, SegmentBuckets, bucket_of
-from amqp_decode.capture import CaptureInfo, read_records
-from amqp_decode.columns import PartColumns
-from amqp_decode.packets import PacketParser
-from amqp_decode.stream_index import RangeStreams
-from tests.capture.captures import ALL_SAMPLES, sample_id
+from amqpcap.capture.bucketing import REPORT_EVERY, SEGMENT_COLUMNS, HeldSegments, SegmentBuckets, bucket_of
+from amqpcap.capture.packets import PacketParser
+from amqpcap.capture.readers import CaptureInfo, read_records
+from amqpcap.capture.stream_index import RangeStreams
+from amqpcap.columnar.columns import PartColumns
+from tests.helpers.captures import ALL_SAMPLES, sample_id
 
 BUCKETS = 3
 
 
 def unpacked(columns: list) -> list[tuple]:
-    """Packed columns (amqp_decode.packets.packed_columns) as rows of Python values, read by hand:
+    """Packed columns (amqpcap.capture.packets.packed_columns) as rows of Python values, read by hand:
     an integer array's items, a bytes column's data cut at its offsets."""
     values = []
     for column in columns:

@@ -15,9 +15,9 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
 from scapy.packet import Raw
 
-from amqp_decode.capture import read_records
-from amqp_decode.packets import PacketParser
-from tests.capture.captures import ALL_SAMPLES, sample_id
+from amqpcap.capture.packets import PacketParser
+from amqpcap.capture.readers import read_records
+from tests.helpers.captures import ALL_SAMPLES, sample_id
 
 
 def _reference(link_type: int, data: bytes):

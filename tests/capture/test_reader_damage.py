@@ -17,10 +17,10 @@ import zlib
 
 import pytest
 
-from amqp_decode.capture import CaptureError, CaptureInfo, read_records
-from amqp_decode.capture.boundaries import DAY, MAX_CAPLEN, MAX_ORIGLEN
-from tests.capture.captures import (epb, frames, idb, pcap, record_spans, sample_bytes, shb)
-from tests.capture.conftest import SAMPLES
+from amqpcap.capture.readers import CaptureError, CaptureInfo, read_records
+from amqpcap.capture.readers.boundaries import DAY, MAX_CAPLEN, MAX_ORIGLEN
+from tests.helpers.captures import epb, frames, idb, pcap, record_spans, sample_bytes, shb
+from tests.helpers.samples import SAMPLES
 
 PCAP_SAMPLES = ["connection_errors.pcap", "confirms.pcap", "large_and_pipelined.pcap"]
 FIELDS = {"seconds": 0, "sub-second": 4, "caplen": 8, "origlen": 12}
@@ -310,7 +310,7 @@ def test_a_packet_time_beyond_64_bit_nanoseconds_is_reported_and_the_packet_kept
 def test_a_time_beyond_64_bit_nanoseconds_does_not_stop_the_decoding(tmp_path):
     """The decoder (compiled, it holds times in 64 bits) gets the packet with a time it can hold:
     every frame of the capture is still decoded, and the damage is an issue record of its file."""
-    from amqp_decode.decoder import CaptureDecoder
+    from amqpcap.connection.decoder import CaptureDecoder
     original = sample_bytes(SAMPLES / "ipv6_pcapng.pcapng")
     packets = [start for start, _ in record_spans(original) if original[start:start + 4] == b"\x06\0\0\0"]
     assert len(packets) > 10  # enhanced packet blocks (the sample is little-endian)

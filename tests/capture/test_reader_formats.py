@@ -10,8 +10,8 @@ import struct
 import pytest
 from scapy.utils import RawPcapNgReader, RawPcapReader
 
-from amqp_decode.capture import CaptureInfo, read_records
-from tests.capture.captures import (block, epb, frames, idb, isb, option, packet_block, pcap, shb, spb)
+from amqpcap.capture.readers import CaptureInfo, read_records
+from tests.helpers.captures import block, epb, frames, idb, isb, option, packet_block, pcap, shb, spb
 
 T0 = 1_700_000_000 * 10**9
 

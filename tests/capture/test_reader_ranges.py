@@ -6,19 +6,19 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from amqp_decode.capture import CaptureError, CaptureInfo, CaptureIssue, rangeable, read_records, split_points
-from tests.capture.captures import (UNCOMPRESSED, epb, frames, idb, isb, pcap, record_spans, sample_bytes,
-                                    sample_id, shb)
-from tests.capture.conftest import SAMPLES
+from amqpcap.capture.readers import CaptureError, CaptureInfo, CaptureIssue, rangeable, read_records, split_points
+from tests.helpers.captures import UNCOMPRESSED, epb, frames, idb, isb, pcap, record_spans, sample_bytes, sample_id, shb
+from tests.helpers.samples import SAMPLES
 
 FACTS = ("records", "bytes", "first_ts_ns", "last_ts_ns", "link_types", "resolutions", "format", "snaplen")
 
 
 def timed(records, info: CaptureInfo) -> list:
     """The records, each timing the damage found just before it, as every reader of records does
-    (amqp_decode.decoder.PacketFeed, amqp_decode.bucketing.SegmentBuckets)."""
+    (amqpcap.connection.decoder.PacketFeed, amqpcap.capture.bucketing.SegmentBuckets)."""
     out, known = [], 0
     for record in records:
         if len(info.issues) != known:
@@ -88,9 +88,9 @@ def test_every_cut_near_every_record_start(name):
 @pytest.fixture
 def small_reads(monkeypatch):
     """Reads and lookaheads of a few hundred bytes: every path that reads on runs, on small files."""
-    import amqp_decode.capture.pcap as pcap_module
-    import amqp_decode.capture.pcapng as pcapng_module
-    import amqp_decode.capture.source as source
+    import amqpcap.capture.readers.pcap as pcap_module
+    import amqpcap.capture.readers.pcapng as pcapng_module
+    import amqpcap.capture.readers.source as source
     monkeypatch.setattr(source, "CHUNK", 301)
     monkeypatch.setattr(pcap_module, "LOOKAHEAD", 457)
     monkeypatch.setattr(pcapng_module, "LOOKAHEAD", 457)
@@ -157,7 +157,7 @@ def test_split_points_and_rangeable(tmp_path):
 
 
 def test_ranges_refuse_gzip_and_pipes():
-    from tests.capture.captures import pipe
+    from tests.helpers.captures import pipe
     with pytest.raises(CaptureError, match="gzip"):
         read_records(str(SAMPLES / "kombu_gzip.pcap.gz"), start=100)
     with pytest.raises(CaptureError, match="seek"):

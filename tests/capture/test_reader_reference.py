@@ -1,4 +1,4 @@
-"""The fast reader against Scapy's raw readers (the reference, amqp_decode/capture/scapy_reader.py):
+"""The fast reader against Scapy's raw readers (the reference, amqpcap/capture/readers/scapy_reader.py):
 the same (ts_ns, link type, bytes) records in the same order, and the same counts, on every
 sample and every public capture; from a path, an open file, a pipe, stdin, and with reads so
 small that every record straddles two of them."""
@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-import amqp_decode.capture.source as source
-from amqp_decode.capture import CaptureInfo, read_records, scapy_reader
+import amqpcap.capture.readers.source as source
+from amqpcap.capture.readers import CaptureInfo, read_records, scapy_reader
 from amqpcap.cli import main
-from tests.capture.captures import ALL_SAMPLES, pcap, pipe, sample_bytes, sample_id
-from tests.capture.conftest import SAMPLES
+from tests.helpers.captures import ALL_SAMPLES, pcap, pipe, sample_bytes, sample_id
+from tests.helpers.samples import SAMPLES
 
 
 def both(path, **kwargs):

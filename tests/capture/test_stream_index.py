@@ -2,8 +2,8 @@
 open, not the file's length, and forgetting the ended ones changes no number (the numbers
 themselves are checked against tshark on every sample in test_tshark.py)."""
 
-from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
-from amqp_decode.stream_index import GRACE_NS, FileStreams, RangeStreams, StreamIndex
+from amqpcap.capture.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN
+from amqpcap.capture.stream_index import GRACE_NS, FileStreams, RangeStreams, StreamIndex
 
 CLIENT, OTHER, BROKER = bytes([10, 0, 0, 7]), bytes([10, 0, 0, 8]), bytes([10, 0, 0, 1])
 SECOND = 10**9
@@ -93,7 +93,7 @@ def test_a_forgotten_conversation_is_not_continued_by_the_last_packet_remembered
 
 
 def test_a_file_read_in_ranges_forgets_between_ranges_and_numbers_as_one_pass():
-    """The driver's numbering (pipelines.stages.numbering): ranges' local streams placed in file
+    """The driver's numbering (amqpcap.job.stages.numbering): ranges' local streams placed in file
     order, ended conversations forgotten after each range."""
     packets = _churn(20_000)
     _, reference = _never_forgetting(packets)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from amqp_decode.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment, packed_columns, segments_from_packed
-from amqp_decode.tcp import HOLE_ACKS, RECENT_BYTES, SEQ_MOD, StreamSink, TcpTracker
+from amqpcap.capture.packets import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Segment, packed_columns, segments_from_packed
+from amqpcap.capture.tcp import HOLE_ACKS, RECENT_BYTES, SEQ_MOD, StreamSink, TcpTracker
 
 A, B = (b"\x0a\x00\x00\x01", 40000), (b"\x0a\x00\x00\x02", 5672)
 

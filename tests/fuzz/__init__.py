@@ -40,7 +40,7 @@ replayed first next time. Other knobs: AMQPCAP_FUZZ_EXAMPLE_SECONDS (time limit 
 default 10), AMQPCAP_FUZZ_MEMORY_EVERY (trace memory every n-th example, default 5),
 AMQPCAP_FUZZ_ARTIFACTS (where failing inputs go, default .fuzz-artifacts/).
 
-The suite calls only public entry points of whatever amqp_decode is installed (pure Python or
+The suite calls only public entry points of whatever amqpcap is installed (pure Python or
 compiled) and patches nothing in it; pytest's header names the build fuzzed, and test_build.py
 fails on a compiled module older than its source (an edited .py not rebuilt: pip install -e .).
 """

@@ -15,7 +15,7 @@ up: the rest drives the suite's structure-aware mutators (tests/fuzz/mutators.py
 mutated, generated field tables). The property is targets.check_codec: only DecodeErrors escape,
 an accepted frame re-checks, and it renders as `amqpcap decode` renders it.
 
-The harness instruments amqp_decode as installed (pure Python or compiled: compiled modules
+The harness instruments amqpcap as installed (pure Python or compiled: compiled modules
 just give libFuzzer less coverage to go on).
 """
 
@@ -30,10 +30,10 @@ sys.path.insert(0, ROOT)
 
 import atheris  # noqa: E402
 
-with atheris.instrument_imports(include=["amqp_decode"]):
-    import amqp_decode.codec  # noqa: E402,F401
-    import amqp_decode.fieldtable  # noqa: E402,F401
-    import amqp_decode.redact  # noqa: E402,F401
+with atheris.instrument_imports(include=["amqpcap"]):
+    import amqpcap.protocol.codec  # noqa: E402,F401
+    import amqpcap.protocol.fieldtable  # noqa: E402,F401
+    import amqpcap.protocol.redact  # noqa: E402,F401
 
 from tests.fuzz import atheris_run, mutators, targets  # noqa: E402
 

@@ -28,8 +28,8 @@ sys.path.insert(0, ROOT)
 
 import atheris  # noqa: E402
 
-with atheris.instrument_imports(include=["amqp_decode.capture"]):
-    import amqp_decode.capture  # noqa: E402,F401
+with atheris.instrument_imports(include=["amqpcap.capture.readers"]):
+    import amqpcap.capture.readers  # noqa: E402,F401
 
 from tests.fuzz import atheris_run, mutators, targets  # noqa: E402
 

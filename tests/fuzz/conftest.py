@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-import amqp_decode
+import amqpcap
 
 
 def pytest_report_header(config):
     mode = " (AMQPCAP_INTERPRETED=1)" if os.environ.get("AMQPCAP_INTERPRETED") else ""
-    return [f"amqp_decode build fuzzed: {amqp_decode.build()}{mode}"]
+    return [f"amqpcap build fuzzed: {amqpcap.build()}{mode}"]

@@ -568,9 +568,10 @@ SYN, FIN, RST, ACK, PSH = 0x02, 0x01, 0x04, 0x10, 0x08
 def conversation(name: str) -> Conversation:
     """The TCP segments of a sample in capture order, with each one's stream offset (the sample's
     bytes are contiguous: clean samples only)."""
-    from amqp_decode.capture import read_records
-    from amqp_decode.packets import PacketParser
     import io
+
+    from amqpcap.capture.packets import PacketParser
+    from amqpcap.capture.readers import read_records
     parser = PacketParser()
     segments = []
     for index, (ts, link, data) in enumerate(read_records(name, None, io.BytesIO(load(name).data))):
@@ -590,7 +591,7 @@ def conversation(name: str) -> Conversation:
 
 
 def endpoint(address: tuple[bytes, int]) -> str:
-    from amqp_decode.packets import format_endpoint
+    from amqpcap.capture.packets import format_endpoint
     return format_endpoint(*address)
 
 
@@ -863,8 +864,9 @@ def frame(frame_type: int, channel: int, payload: bytes, end: int = FRAME_END) -
 @functools.lru_cache(maxsize=None)
 def real_frames() -> list[bytes]:
     """Every distinct frame of the clean samples' streams (cut where a clean decode put them)."""
-    from amqp_decode.decoder import CaptureDecoder
     import tempfile
+
+    from amqpcap.connection.decoder import CaptureDecoder
     frames: set[bytes] = set()
     for name in CLEAN_SEEDS:
         conv = conversation(name)

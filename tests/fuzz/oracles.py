@@ -1,4 +1,4 @@
-"""What the fuzz properties compare against, written independently of amqp_decode:
+"""What the fuzz properties compare against, written independently of amqpcap:
 
 - `parse_capture`: a literal pcap / pcapng / gzip parser with no damage handling at all. On a
   well-formed file it says what the records are; on anything else it returns None. When the
@@ -214,7 +214,7 @@ STREAM_ISSUES = {"gap", "resync", "framing", "truncated", "retransmission-confli
                  "trailing-bytes", "unexpected-header", "unexpected-body", "content-incomplete",
                  "unsupported-version", "uninterpreted-frame", "not-amqp-header", "tls-not-decoded",
                  "not-decoded"}
-# amqp_decode/capture/__init__.py: damage to the capture file itself
+# amqpcap/capture/readers/__init__.py: damage to the capture file itself
 CAPTURE_ISSUES = {"truncated-record", "truncated-file", "damaged-record-header", "garbage-between-blocks",
                   "damaged-block", "unknown-interface", "gzip-damaged", "concatenated-capture",
                   "inconsistent-ranges", "unreadable-time"}

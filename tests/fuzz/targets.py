@@ -1,6 +1,6 @@
 """The three fuzz targets' properties, shared by the hypothesis tests and the atheris harnesses.
 
-Each `check_*` takes one input, runs the installed decoder on it (whatever build of amqp_decode
+Each `check_*` takes one input, runs the installed decoder on it (whatever build of amqpcap
 is installed: only public entry points are called, nothing is patched) and raises on a
 violated property. A finding already reported and pinned by an xfail test in test_corpus.py is
 recognised by a function in `known` and tolerated here until it is fixed (none is open today).
@@ -16,16 +16,15 @@ import struct
 import tempfile
 from collections import Counter
 
-from amqp_decode.capture import CaptureError, CaptureInfo, read_records
-from amqp_decode.codec import Codec
-from amqp_decode.decoder import CaptureDecoder
-from amqp_decode.errors import DecodeError
-from amqp_decode.frames import ContentBody, ContentHeader, Heartbeat, MethodFrame, OtherFrame
-from amqp_decode.settings import Settings, from_data
-from amqp_decode.spec import load_spec
-from amqpcap.commands.decode import _text_line
+from amqpcap.capture.readers import CaptureError, CaptureInfo, read_records
+from amqpcap.cli.decode import _text_line
+from amqpcap.connection.decoder import CaptureDecoder
 from amqpcap.decodeview.jsonl import json_line
-
+from amqpcap.protocol.codec import Codec
+from amqpcap.protocol.errors import DecodeError
+from amqpcap.protocol.frames import ContentBody, ContentHeader, Heartbeat, MethodFrame, OtherFrame
+from amqpcap.protocol.spec import load_spec
+from amqpcap.settings import Settings, from_data
 from tests.fuzz import oracles
 from tests.fuzz.oracles import CAPTURE_ISSUES, ContractError, parse_capture
 
@@ -305,7 +304,7 @@ def _short_run(data: bytes, keep: list, missed: int, info: CaptureInfo) -> bool:
     (boundaries.py). Untouched records in a shorter run between two damaged places (or between
     damage and a cut tail) may be skipped with the damage; the run read from the file's start
     needs no such confirmation."""
-    from amqp_decode.capture.boundaries import CHAIN
+    from amqpcap.capture.readers.boundaries import CHAIN
     plain = oracles.gunzip_prefix(data) if data[:2] == b"\x1f\x8b" else data
     pcapng = plain[:4] == oracles.PCAPNG_MAGIC
 

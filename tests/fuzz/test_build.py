@@ -10,22 +10,20 @@ from pathlib import Path
 
 import pytest
 
-import amqp_decode
-from amqpcap import decodeview
+import amqpcap
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(bool(os.environ.get("AMQPCAP_INTERPRETED")), reason="AMQPCAP_INTERPRETED=1: the .py files run")
 def test_no_compiled_module_is_older_than_its_source():
-    if amqp_decode.build() == "interpreted":
+    if amqpcap.build() == "interpreted":
         pytest.skip("no compiled build installed (no C compiler at install time): the interpreted decoder is fuzzed")
     stale = []
-    for package in (amqp_decode, decodeview):
-        for name in package.HOT_MODULES:
-            compiled = Path(importlib.import_module(f"{package.__name__}.{name}").__file__)
-            source = Path(package.__file__).parent.joinpath(*name.split(".")).with_suffix(".py")
-            built_here = compiled.is_relative_to(ROOT)  # an editable install (make setup), not a wheel's copy
-            if built_here and compiled.suffix in (".so", ".pyd") and compiled.stat().st_mtime < source.stat().st_mtime:
-                stale.append(f"{package.__name__}.{name}")
+    for name in amqpcap.HOT_MODULES:
+        compiled = Path(importlib.import_module(f"amqpcap.{name}").__file__)
+        source = Path(amqpcap.__file__).parent.joinpath(*name.split(".")).with_suffix(".py")
+        built_here = compiled.is_relative_to(ROOT)  # an editable install (make setup), not a wheel's copy
+        if built_here and compiled.suffix in (".so", ".pyd") and compiled.stat().st_mtime < source.stat().st_mtime:
+            stale.append(f"amqpcap.{name}")
     assert not stale, f"compiled modules older than their source (rebuild with pip install -e .): {stale}"

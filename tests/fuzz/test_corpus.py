@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from amqp_decode import fieldtable
-from amqp_decode.capture import CaptureInfo, read_records
-from amqp_decode.decoder import CaptureDecoder
-from amqp_decode.errors import MalformedPayload
-from amqp_decode.rows import to_json
+from amqpcap.capture.readers import CaptureInfo, read_records
 from amqpcap.cli import main as cli
+from amqpcap.connection.decoder import CaptureDecoder
+from amqpcap.protocol import fieldtable
+from amqpcap.protocol.errors import MalformedPayload
+from amqpcap.tables.rows import to_json
 from tests.fuzz import oracles, targets
 from tests.fuzz.corpus.build import HEADER, conversation, method, shortstr
 from tests.fuzz.mutators import nested, write_pcap

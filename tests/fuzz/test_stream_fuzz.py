@@ -36,8 +36,20 @@ import functools
 import pytest
 
 from tests.fuzz import harness, oracles, targets
-from tests.fuzz.mutators import (SEGMENT_MUTATORS, CLEAN_SEEDS, DrawChooser, PUBLIC_SEEDS, conversation,
-                                 corrupt_frame, endpoint, load, mutate_file, retarget, seeds, write_pcap)
+from tests.fuzz.mutators import (
+    CLEAN_SEEDS,
+    PUBLIC_SEEDS,
+    SEGMENT_MUTATORS,
+    DrawChooser,
+    conversation,
+    corrupt_frame,
+    endpoint,
+    load,
+    mutate_file,
+    retarget,
+    seeds,
+    write_pcap,
+)
 
 SETTINGS = list(targets.SETTINGS)
 OTHER_PORT = 15999

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import textwrap
 
-from tests.conftest import ROOT
+from tests.helpers.samples import ROOT
 
 STUB = textwrap.dedent("""\
     #!/bin/sh

@@ -8,20 +8,21 @@ import os
 import subprocess
 import sys
 
-from amqp_decode import HOT_MODULES, arrow_layout, build
-from tests.conftest import ROOT
+from amqpcap import HOT_MODULES, build
+from amqpcap.columnar import arrow_layout
+from tests.helpers.samples import ROOT
 
 WITHOUT_CYTHON = """
 import importlib, sys
 sys.modules["cython"] = None  # an import of it fails, as where Cython is not installed
-import amqp_decode
-assert amqp_decode.build() == "interpreted", amqp_decode.build()
-for name in amqp_decode.HOT_MODULES:
-    importlib.import_module("amqp_decode." + name)
-import amqpcap.decodeview, pipelines.tablefiles, amqpcap.cli
-from amqp_decode import arrow_layout
+import amqpcap
+assert amqpcap.build() == "interpreted", amqpcap.build()
+for name in amqpcap.HOT_MODULES:
+    importlib.import_module("amqpcap." + name)
+import amqpcap.decodeview, amqpcap.lake.tablefiles, amqpcap.cli
+from amqpcap.columnar import arrow_layout
 assert arrow_layout.COMPILED is False
-print("ok", len(amqp_decode.HOT_MODULES))
+print("ok", len(amqpcap.HOT_MODULES))
 """
 
 

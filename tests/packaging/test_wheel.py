@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.samples import ROOT
 
 pytestmark = pytest.mark.slow
 SAMPLES = ROOT / "data" / "samples"
@@ -39,11 +39,11 @@ def test_the_wheel_holds_every_package_and_the_specs(installed):
     _, wheel, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {str(p.parent.relative_to(ROOT)) for p in ROOT.glob("**/__init__.py")
-                if p.parts[len(ROOT.parts)] in ("amqp_decode", "pipelines", "amqpcap")}
+                if p.parts[len(ROOT.parts)] == "amqpcap"}
     for package in packages:
         assert f"{package}/__init__.py" in names, package
-    assert {"amqp_decode/specs/amqp0-9-1.xml", "amqp_decode/specs/amqp0-9.xml", "pipelines/log4j2.properties",
-            "amqp_decode/py.typed", "pipelines/py.typed", "amqpcap/py.typed"} <= names
+    assert {"amqpcap/protocol/specs/amqp0-9-1.xml", "amqpcap/protocol/specs/amqp0-9.xml",
+            "amqpcap/job/log4j2.properties", "amqpcap/py.typed"} <= names
 
 
 def test_installed_commands_run_outside_the_checkout(installed):

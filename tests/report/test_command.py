@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from amqp_decode.tables import TABLES
 from amqpcap.cli import USAGE, main
 from amqpcap.report import Period, render_views
 from amqpcap.report.model import NOTHING
+from amqpcap.tables.registry import TABLES
 
 SECTION_KEYS = ["acks", "confirms", "rpc", "rates", "errors", "timeline", "heartbeats", "flow", "talkers", "decode"]
 

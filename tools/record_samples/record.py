@@ -28,7 +28,11 @@ VENV = Path(os.environ.get("AMQPCAP_RECORDER_VENV", "/tmp/recvenv"))
 
 def _ensure_venv() -> None:
     try:
-        import aio_pika, amqp, kombu, pamqp, pika  # noqa: F401
+        import aio_pika  # noqa: F401
+        import amqp  # noqa: F401
+        import kombu  # noqa: F401
+        import pamqp  # noqa: F401
+        import pika  # noqa: F401
         return
     except ImportError:
         pass

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from . import broker
-from .broker import HOST4, HOST6, PASSWORD, RPASSWORD, RUSER, USER, VHOST, FORBIDDEN_VHOST
-from .raw import FV, FRAME_BODY, FRAME_HEADER, RawClient, frame, header_payload, method_frame
+from .broker import FORBIDDEN_VHOST, HOST4, HOST6, PASSWORD, RPASSWORD, RUSER, USER, VHOST
+from .raw import FRAME_BODY, FRAME_HEADER, FV, RawClient, frame, header_payload, method_frame
 
 
 @dataclass

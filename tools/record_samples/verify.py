@@ -109,6 +109,7 @@ def verify_cuts(out_dir: Path, exp: dict) -> list[str]:
     into the same AMQP PDU, a body frame (type 3) of the announced size, which starts in the record
     before the cut."""
     import gzip
+
     from .pcaprecords import write_records
     src = out_dir / exp["capture"]["file"]
     plain = Path("/tmp") / f"cuts-{exp['scenario']}.pcap"

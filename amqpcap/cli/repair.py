@@ -1,0 +1,27 @@
+"""`amqpcap repair`: finish (or undo) runs that were interrupted while committing (amqpcap.lake.runlog)."""
+
+from __future__ import annotations
+
+import argparse
+
+from amqpcap.cli import OK, load_settings
+
+NAME = "repair"
+HELP = "finish or undo runs interrupted while committing (no Spark)"
+DESCRIPTION = ("A run killed while committing stays invisible to readers; this rolls it forward (or back, when its "
+               "files are gone). The next amqpcap run does the same first.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", help="lake location (default: lake.path of the settings)")
+
+
+def main(args: argparse.Namespace) -> int:
+    settings = load_settings(args)
+    from amqpcap.lake.runlog import repair
+    done = repair(args.lake or settings.lake.path)
+    for run_id, outcome in done:
+        print(f"run {run_id}: {outcome}")
+    if not done:
+        print("nothing to repair")
+    return OK

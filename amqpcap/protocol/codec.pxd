@@ -1,0 +1,25 @@
+# Types for the compiled build of codec.py (Cython pure Python mode): the .py is the source.
+cimport cython
+from amqpcap.protocol.frames cimport Frame, MethodFrame, ContentHeader, body_frame, header_frame, method_frame
+from amqpcap.protocol.fields cimport decode_args, decode_properties
+
+cdef long long _HEADER_SIZE
+
+
+cdef class Codec:
+    cdef public object spec
+    cdef public object tables
+    cdef public int frame_end
+    cdef public dict frame_types
+    cdef public dict _methods
+    cdef public dict _properties
+    cdef public tuple secret_ids
+
+    @cython.locals(view="const unsigned char*", length=Py_ssize_t, frame_type=cython.int, channel=cython.int,
+                   size=cython.ulonglong, start=cython.longlong, end=cython.longlong, frame=Frame)
+    cpdef tuple decode_frame(self, object buf, long long offset=*, long long max_payload=*)
+    cpdef tuple frame_header(self, object buf, long long offset)
+    @cython.locals(class_id=cython.int, method_id=cython.int, end=cython.longlong)
+    cpdef MethodFrame decode_method(self, bytes payload, int channel=*)
+    @cython.locals(class_id=cython.int, weight=cython.int, word=cython.int, o=cython.longlong)
+    cpdef ContentHeader decode_header(self, bytes payload, int channel=*)
