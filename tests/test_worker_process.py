@@ -81,7 +81,7 @@ bases = number_units([unit], staged, staging)
 files = [decode_bucket(BucketWork(bucket, [BucketFile(0, [0])]), staging, [unit.uri], Settings(), "r", lake,
                        bases=bases, flow_parts=2) for bucket in staged[0].staged]
 flows = list(flows_task(iter([0, 1]), staging, lake, "r", 1000))
-print(json.dumps({"tables": sorted({f["table"] for each in files + [flows] for f in each}),
+print(json.dumps({"tables": sorted({f.table for each in files + [flows] for f in each}),
                   "pandas": "pandas" in sys.modules}))
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 
 # (_socket: the C module that socket wraps; importing socket costs every start a millisecond)
-from _socket import AF_INET, AF_INET6, inet_ntop
+from _socket import AF_INET, AF_INET6, inet_ntop, inet_pton
 from array import array
 from collections import Counter
 
@@ -199,10 +199,30 @@ def packed_columns(segments: list) -> list:
             longs[2], longs[3], ints[3], (ends[2], b"".join(payloads)), longs[4], ints[4]]
 
 
+# A TCP conversation's endpoints as text, the one encoding every table, log and saved state uses:
+# "ip:port" ("[ip6]:port"), and the conversation, whichever side sent, as "low|high".
+
 def format_endpoint(address: bytes, port: int) -> str:
     if len(address) == 4:
         return f"{inet_ntop(AF_INET, address)}:{port}"
     return f"[{inet_ntop(AF_INET6, address)}]:{port}"
+
+
+def parse_endpoint(text: str) -> tuple[bytes, int]:
+    """format_endpoint's inverse: (packed address, port)."""
+    address, port = text.rsplit(":", 1)
+    address = address.strip("[]")
+    return inet_pton(AF_INET6 if ":" in address else AF_INET, address), int(port)
+
+
+def pair_key(a: str, b: str) -> str:
+    """Two formatted endpoints as one key, the same from either side."""
+    return f"{a}|{b}" if a < b else f"{b}|{a}"
+
+
+def conversation_key(src: bytes, sport: int, dst: bytes, dport: int) -> str:
+    """A TCP conversation's key (carried states are found by it): pair_key of its endpoints."""
+    return pair_key(format_endpoint(src, sport), format_endpoint(dst, dport))
 
 
 class PacketParser:

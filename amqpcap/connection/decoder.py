@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import heapq
 import os
 from collections import Counter
 from typing import Iterable, Iterator
@@ -22,10 +21,11 @@ import msgspec
 from msgspec import field
 
 from amqpcap.capture.inputs import expand_inputs
-from amqpcap.capture.packets import PacketParser, format_endpoint
+from amqpcap.capture.packets import PacketParser, format_endpoint, pair_key
 from amqpcap.capture.readers import CaptureError, CaptureInfo, read_records
 from amqpcap.capture.stream_index import FileStreams
 from amqpcap.capture.tcp import TcpConnection, TcpTracker
+from amqpcap.capture.timeline import merge_by_time
 from amqpcap.connection.options import StreamOptions
 from amqpcap.connection.record import CAPTURE_ISSUE, CONNECTION_END, Record, new_record
 from amqpcap.connection.stream import AmqpConnection
@@ -50,8 +50,7 @@ class DecodeStats(msgspec.Struct, dict=True):  # (a Struct: made in C at import,
 
 def connection_id(a: str, b: str, first_ts_ns: int) -> str:
     """Stable across reruns and independent of which side is the client."""
-    low, high = sorted((a, b))
-    return hashlib.blake2b(f"{low}|{high}|{first_ts_ns}".encode(), digest_size=8).hexdigest()
+    return hashlib.blake2b(f"{pair_key(a, b)}|{first_ts_ns}".encode(), digest_size=8).hexdigest()
 
 
 @functools.lru_cache(maxsize=8)
@@ -158,8 +157,7 @@ class CaptureDecoder:
             if len(opened) == 1:
                 runs = feed.run_file(*opened[0])
             else:  # rotated or parallel captures: one timeline
-                runs = feed.run(heapq.merge(*[_tagged(first, records, index) for index, first, records in opened],
-                                            key=lambda item: item[0]))
+                runs = feed.run(merge_by_time(_tagged(first, records, index) for index, first, records in opened))
             for records in runs:
                 self.now_ns = feed.ts_ns
                 stats.packets, stats.tcp_segments = feed.packets, feed.tcp_segments

@@ -15,7 +15,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from amqpcap.job.stages.flows import FlowSides
-from amqpcap.lake.tablefiles import FILES_DDL, TableFiles, files_batch
+from amqpcap.lake.tablefiles import FILES_DDL, TableFile, TableFiles, files_batch
 from amqpcap.settings import Settings
 from amqpcap.tables.registry import ANALYTICS_TABLES, FRAMES, MESSAGES, STREAMS
 
@@ -52,7 +52,7 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
     try:
         task = functools.partial(replay_task, settings_json=settings.to_json(), run_id=run_id, root=root,
                                  staging=staging, flow_parts=parts)
-        written = [r.asDict() for r in ordered.mapInArrow(task, FILES_DDL).collect()]
+        written = [TableFile.of(r.asDict()) for r in ordered.mapInArrow(task, FILES_DDL).collect()]
         written += flows_stage(spark, parts, settings, staging, root, run_id)
     finally:
         remove_staging(staging)

@@ -24,12 +24,16 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from amqpcap.capture.inputs import InputFile
 from amqpcap.job.plan import plan_buckets, plan_units
 from amqpcap.job.work import ReadUnit, RunContext
 from amqpcap.settings import Settings
 from amqpcap.tables.registry import ANALYTICS_TABLES, CAPTURES, DELIVERIES, PUBLISHES, RAW_TABLES, STATE_TABLES
+
+if TYPE_CHECKING:  # (the lake's modules load pyarrow: imported where the driver needs them)
+    from amqpcap.lake.tablefiles import TableFile
 
 log = logging.getLogger("amqpcap")
 TABLES = RAW_TABLES + ANALYTICS_TABLES + STATE_TABLES
@@ -130,13 +134,13 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         parts = flow_parts(sum(max(f.size, 0) for f in files), spark.sparkContext.defaultParallelism)
         written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, parts, context)
         phase("decode", "message flows")
-        if any(f["table"] in (PUBLISHES.name, DELIVERIES.name) for f in written):
+        if any(f.table in (PUBLISHES.name, DELIVERIES.name) for f in written):
             written += flows_stage(spark, parts, settings, staging, sink.table_root(), run_id)
         phase("message_flows", "committing")
         written = carryover.drop_superseded(sink.table_root(), written, stale)
         superseded = carryover.superseded(sink.table_root(), written)
         for f in written:
-            summary.rows[f["table"]] += f["rows"]
+            summary.rows[f.table] += f.rows
         summary.resumed = summary.rows["resumptions"]
         summary.carried_out = summary.rows["connection_state"]
         if not commit:
@@ -197,7 +201,7 @@ def buckets_of(spark, settings: Settings) -> int:
 # -- stage 2 -------------------------------------------------------------------------------------
 
 def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str, flow_parts: int,
-                 context: RunContext | None = None) -> list[dict]:
+                 context: RunContext | None = None) -> list[TableFile]:
     """Every bucket with segments -> one task each; the table files they wrote. They also stage
     message_flows' sides (amqpcap.job.stages.flows) in `flow_parts` parts."""
     from amqpcap.job.stages.decode import decode_task
@@ -215,7 +219,7 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
 
 # -- stage 3 -------------------------------------------------------------------------------------
 
-def flows_stage(spark, parts: int, settings: Settings, staging: str, root: str, run_id: str) -> list[dict]:
+def flows_stage(spark, parts: int, settings: Settings, staging: str, root: str, run_id: str) -> list[TableFile]:
     """message_flows from the sides the decode tasks staged: each task pairs several parts of the
     key space, one after another (a part bounds a task's memory, not its duration), two tasks per
     core: a task per part spent a sixth of the stage starting tasks and writing small files."""

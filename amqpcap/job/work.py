@@ -4,7 +4,7 @@ order to zip, no JSON inside JSON.
 
     driver                          executors
     ReadUnit (amqpcap.job.plan)  ->   read task: ReadResult (what it staged, ReadFacts)
-    BucketWork, RunContext     ->   decode task: the table files it wrote
+    BucketWork, RunContext     ->   decode task: the table files it wrote (amqpcap.lake.tablefiles.TableFile)
 """
 
 from __future__ import annotations

@@ -13,19 +13,20 @@ the commit removes those provisional rows from the lake (amqpcap.lake.runlog).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from amqpcap.capture.bucketing import bucket_of
+from amqpcap.capture.packets import parse_endpoint
 from amqpcap.settings import Settings
 from amqpcap.onepass.state import SavedState
 from amqpcap.tables.registry import CONNECTION_STATE, RESUMPTIONS
 from amqpcap.lake.runlog import superseded_rows, table_files
-from amqpcap.lake.tablefiles import filesystem_of, stats
+from amqpcap.lake.tablefiles import TableFile, filesystem_of, stats
 
 STATE_COLUMNS = ["sensor", "tuple_key", "connection", "last_ts_ns", "source", "state"]
 
@@ -59,19 +60,19 @@ def settled_later(lake: str, sources: set[str], replaced: set[str]) -> set[str]:
             if r["saved_by"] in sources and r["source"] not in replaced}
 
 
-def superseded(root: str, written: list[dict]) -> list[tuple[str, str]]:
+def superseded(root: str, written: list[TableFile]) -> list[tuple[str, str]]:
     """(connection, source) whose provisional rows this run's resumptions replace."""
     filesystem, base = filesystem_of(root)
     pairs = set()
     for f in written:
-        if f["table"] == RESUMPTIONS.name:
-            data = pq.read_table(f"{base}/{RESUMPTIONS.name}/{f['path']}", columns=["connection", "saved_by"],
+        if f.table == RESUMPTIONS.name:
+            data = pq.read_table(f"{base}/{RESUMPTIONS.name}/{f.path}", columns=["connection", "saved_by"],
                                  filesystem=filesystem)
             pairs.update(zip(data.column("connection").to_pylist(), data.column("saved_by").to_pylist()))
     return sorted(pairs)
 
 
-def drop_superseded(root: str, written: list[dict], pairs: list[tuple[str, str]]) -> list[dict]:
+def drop_superseded(root: str, written: list[TableFile], pairs: list[tuple[str, str]]) -> list[TableFile]:
     """The run's own files without the provisional rows of `pairs` (not committed yet: rewritten
     in place); their metadata updated."""
     if not pairs:
@@ -79,10 +80,10 @@ def drop_superseded(root: str, written: list[dict], pairs: list[tuple[str, str]]
     filesystem, base = filesystem_of(root)
     out = []
     for f in written:
-        if not json.loads(f["stats"]).get("maxValues", {}).get("provisional"):
+        if not json.loads(f.stats).get("maxValues", {}).get("provisional"):
             out.append(f)  # no provisional row in it
             continue
-        path = f"{base}/{f['table']}/{f['path']}"
+        path = f"{base}/{f.table}/{f.path}"
         data = pq.read_table(path, filesystem=filesystem)
         kept = data.filter(pc.invert(superseded_rows(data, pairs)))
         if kept.num_rows == data.num_rows:
@@ -93,8 +94,8 @@ def drop_superseded(root: str, written: list[dict], pairs: list[tuple[str, str]]
             continue
         pq.write_table(kept, path, filesystem=filesystem, compression="zstd")
         metadata = pq.read_metadata(path, filesystem=filesystem)
-        out.append(dict(f, size=filesystem.get_file_info(path).size, rows=metadata.num_rows,
-                        stats=json.dumps(stats(metadata))))
+        out.append(msgspec.structs.replace(f, size=filesystem.get_file_info(path).size, rows=metadata.num_rows,
+                                           stats=json.dumps(stats(metadata))))
     return out
 
 
@@ -106,13 +107,8 @@ STAGED = pa.schema([("key", pa.string()), ("connection", pa.string()), ("last_ts
 
 def bucket_of_key(key: str, buckets: int) -> int:
     """The bucket of a saved connection, from its tuple key (the read stage's bucket_of)."""
-    (a, a_port), (b, b_port) = (_endpoint(e) for e in key.split("|"))
+    (a, a_port), (b, b_port) = (parse_endpoint(e) for e in key.split("|"))
     return bucket_of(a, a_port, b, b_port, buckets)
-
-
-def _endpoint(text: str) -> tuple[bytes, int]:
-    address, port = text.rsplit(":", 1)
-    return ipaddress.ip_address(address.strip("[]")).packed, int(port)
 
 
 def stage_states(staging: str, states: list[SavedState], buckets: int) -> set[int]:

@@ -41,13 +41,14 @@ import signal
 import time
 import uuid
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from amqpcap.tables.registry import RUNS, TABLES, Table
 from amqpcap.lake.paths import pending_dir, table_uri
-from amqpcap.lake.tablefiles import filesystem_of, rows_to_batch, stats
+from amqpcap.lake.tablefiles import TableFile, filesystem_of, rows_to_batch, stats
 
 RUN_TAG = "amqpcap_run_id"
 ATTEMPTS = 20  # commits retried after a concurrent run's commit won
@@ -67,7 +68,7 @@ def commit_run(lake: str, manifest: dict) -> dict[str, int]:
     _fault(step)
     versions: dict[str, int] = {}
     for name in manifest["tables"]:
-        versions[name] = apply_table(lake, TABLES[name], manifest["files"].get(name, []),
+        versions[name] = apply_table(lake, TABLES[name], [TableFile.of(f) for f in manifest["files"].get(name, [])],
                                      None if manifest["replaced"] is None else set(manifest["replaced"]),
                                      manifest["run_id"], manifest["created_ms"],
                                      [tuple(p) for p in manifest.get("superseded", [])])
@@ -80,17 +81,17 @@ def commit_run(lake: str, manifest: dict) -> dict[str, int]:
     return versions
 
 
-def manifest_of(run_id: str, kind: str, files: list[dict], replaced: set[str] | None, tables: tuple[Table, ...],
+def manifest_of(run_id: str, kind: str, files: list[TableFile], replaced: set[str] | None, tables: tuple[Table, ...],
                 captures: list[str] = (), summary: dict | None = None, started: float | None = None,
                 superseded: list[tuple[str, str]] = ()) -> dict:
     return {"run_id": run_id, "kind": kind, "created_ms": int(time.time() * 1000),
             "started": started or time.time(), "tables": [t.name for t in tables],
-            "files": {t.name: [f for f in files if f["table"] == t.name] for t in tables},
+            "files": {t.name: [msgspec.structs.asdict(f) for f in files if f.table == t.name] for t in tables},
             "replaced": None if replaced is None else sorted(replaced), "captures": sorted(captures),
             "superseded": sorted(map(list, superseded)), "summary": summary}
 
 
-def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] | None, run_id: str,
+def apply_table(lake: str, table: Table, files: list[TableFile], replaced: set[str] | None, run_id: str,
                 since_ms: int, superseded: list[tuple[str, str]] = ()) -> int:
     """One table's commit for a run: its files in, the replaced captures' rows out, and the
     superseded provisional rows. Done once: a commit this run already made (found by its tag) is
@@ -115,7 +116,7 @@ def apply_table(lake: str, table: Table, files: list[dict], replaced: set[str] |
             return done
         seen = _version(uri)
         now = int(time.time() * 1000)
-        adds = [AddAction(f["path"], f["size"], {"date": f["date"]}, now, True, f["stats"]) for f in files]
+        adds = [AddAction(f.path, f.size, {"date": f.date}, now, True, f.stats) for f in files]
         try:
             if not DeltaTable.is_deltatable(uri):
                 create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, mode="append",

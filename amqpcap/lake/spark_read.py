@@ -4,6 +4,7 @@ caller's: nothing here imports pyspark (the schema is each table's Spark DDL).""
 from __future__ import annotations
 
 from amqpcap.lake.paths import table_uri
+from amqpcap.lake.tablefiles import TableFile
 from amqpcap.tables.registry import TABLES, Table
 
 
@@ -36,10 +37,10 @@ def read_table(spark, lake: str, table: Table | str, version: int | None = None)
     return frame.select(*table.names)
 
 
-def read_files(spark, root: str, table: Table, files: list[dict]):
+def read_files(spark, root: str, table: Table, files: list[TableFile]):
     """The rows of some of a table's files (this run's, before they are committed)."""
     folder = f"{root}/{table.name}"
-    paths = [f"{folder}/{f['path']}" for f in files if f["table"] == table.name]
+    paths = [f"{folder}/{f.path}" for f in files if f.table == table.name]
     if not paths:
         return empty(spark, table)
     return spark.read.option("basePath", folder).schema(table.ddl(comments=True)).parquet(*paths)

@@ -3,7 +3,8 @@
 One file per (table, date) per task (the next one begun every FILE_ROWS rows) under
 `<root>/<table>/date=<d>/`, with exactly the table's declared Arrow schema (amqpcap.tables.registry; the
 `date` partition lives in the path, as Delta does), and its metadata for the commit: path, size, rows, the captures it holds, and the statistics Delta
-readers skip files with, taken from the Parquet footer. No table data goes back to the driver.
+readers skip files with, taken from the Parquet footer (a `TableFile`: what goes back to the driver,
+never table data).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import uuid
 from typing import Iterator
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -22,7 +24,30 @@ from amqpcap.columnar import arrow_layout
 from amqpcap.columnar.columns import BOOL, INT32, INT64, OBJECT, Laid, TableColumns
 from amqpcap.tables.registry import TABLES, Table
 
-FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures string, stats string"
+
+
+class TableFile(msgspec.Struct, frozen=True):
+    """A Parquet file a task wrote into a table's folder, for the run to commit (a typed work item
+    back across the driver line, and a row of a run's manifest in the run log)."""
+
+    table: str
+    path: str  # under the table's folder: date=D/<part>.parquet
+    size: int
+    date: str  # its date partition, ISO
+    rows: int
+    captures: list[str]  # the captures its rows come from, sorted
+    stats: str  # Delta's per-file statistics (the JSON the Delta log holds: stats())
+
+    @classmethod
+    def of(cls, data: dict) -> "TableFile":
+        """From a manifest's row or a Spark row (a manifest 0.2.0 wrote holds `captures` as JSON)."""
+        captures = data.get("captures") or []
+        if isinstance(captures, str):
+            captures = json.loads(captures)
+        return msgspec.convert({**data, "captures": captures}, cls)
+
+
+FILES_DDL = "table string, path string, size bigint, date string, rows bigint, captures array<string>, stats string"
 # A file is closed and the next begun after this many rows: a Parquet writer keeps every row group's
 # metadata until it closes, which would grow with a task's input
 FILE_ROWS = 1_000_000
@@ -97,7 +122,7 @@ class TableFiles:
         self.layouts: dict[str, _Layout] = {}
         self.writers: dict[tuple[str, str], _File] = {}
         self.held_bytes = 0  # of the batches every file holds
-        self.files: list[dict] = []  # the files closed so far
+        self.files: list[TableFile] = []  # the files closed so far
         self.columns = TableColumns(self._names, lambda table: self._flush(table.name), batch_rows,
                                     held_rows if held_rows is not None else HELD_BATCHES * batch_rows,
                                     kinds_of=lambda table: self.layouts[table.name].kinds)
@@ -112,7 +137,7 @@ class TableFiles:
         layout = self.layouts[table.name] = _Layout(table)
         return layout.names
 
-    def close(self) -> list[dict]:
+    def close(self) -> list[TableFile]:
         """Write what is left, close every file; their metadata."""
         for name in list(self.layouts):
             self._flush(name)
@@ -129,9 +154,8 @@ class TableFiles:
         path = f"{self.root}/{name}/{file.relative}"
         # the footer the writer just wrote, without reading it back (a request per file on an object store)
         metadata = getattr(file.writer.writer, "metadata", None) or pq.read_metadata(path, filesystem=self.filesystem)
-        self.files.append({"table": name, "path": file.relative, "size": self.filesystem.get_file_info(path).size,
-                           "date": day, "rows": metadata.num_rows, "captures": json.dumps(sorted(file.captures)),
-                           "stats": json.dumps(stats(metadata))})
+        self.files.append(TableFile(name, file.relative, self.filesystem.get_file_info(path).size, day,
+                                    metadata.num_rows, sorted(file.captures), json.dumps(stats(metadata))))
 
     def _write_group(self, file: "_File") -> None:
         if file.held:
@@ -299,13 +323,13 @@ def _by_day(dates: list, batch: pa.RecordBatch) -> Iterator[tuple[datetime.date,
 
 
 FILES_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("size", pa.int64()),
-                          ("date", pa.string()), ("rows", pa.int64()), ("captures", pa.string()),
+                          ("date", pa.string()), ("rows", pa.int64()), ("captures", pa.list_(pa.string())),
                           ("stats", pa.string())])
 
 
-def files_batch(files: list[dict]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict({name: [f[name] for f in files] for name in FILES_SCHEMA.names},
-                                      schema=FILES_SCHEMA)
+def files_batch(files: list[TableFile]) -> pa.RecordBatch:
+    """Table files as rows (FILES_DDL), for a task Spark runs with mapInArrow."""
+    return pa.RecordBatch.from_pylist([msgspec.structs.asdict(f) for f in files], schema=FILES_SCHEMA)
 
 
 def stats(metadata: pq.FileMetaData) -> dict:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from amqpcap.capture.packets import conversation_key
 from amqpcap.connection.decoder import SegmentDecoder
 from amqpcap.connection.record import Record, new_record
-from amqpcap.onepass.state import SavedState, continues, load, restore, save, tuple_key
+from amqpcap.onepass.state import SavedState, continues, load, restore, save
 from amqpcap.onepass.tabulate import Tabulator
 from amqpcap.settings import Settings
 
@@ -98,7 +99,7 @@ class CarryingDecoder:
                     continue
                 analyzer = self.tabulator.analytics.open.get(amqp.id)
                 blob = save(amqp, analyzer, self.tabulator.seq.get(amqp.id, 0), self.capture_names)
-                states.append(SavedState(tuple_key(*tcp.a, *tcp.b), amqp.id, tcp.last_ts_ns, closing_source, blob))
+                states.append(SavedState(conversation_key(*tcp.a, *tcp.b), amqp.id, tcp.last_ts_ns, closing_source, blob))
                 carried.add(amqp.id)
         self.source = closing_source
         tabulator = self.tabulator  # (called through its type: a bound method taken out compiles to a mistyped wrapper)
@@ -113,7 +114,7 @@ class CarryingDecoder:
         continues it, the connection resumes where that run left it."""
         if not self.saved:
             return
-        key = tuple_key(segment.src, segment.sport, segment.dst, segment.dport)
+        key = conversation_key(segment.src, segment.sport, segment.dst, segment.dport)
         candidates = self.saved.get(key)
         if not candidates:
             return

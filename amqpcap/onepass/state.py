@@ -23,7 +23,7 @@ import pickle
 import zlib
 from dataclasses import dataclass
 
-from amqpcap.capture.packets import Segment, format_endpoint
+from amqpcap.capture.packets import Segment
 from amqpcap.capture.tcp import NONE, SEQ_MOD, TCP_SYN
 from amqpcap.connection.stream import AmqpConnection
 
@@ -39,11 +39,6 @@ class SavedState:
     last_ts_ns: int  # its last packet
     source: str  # the capture file of the run that saved it (its last)
     blob: bytes
-
-
-def tuple_key(src: bytes, sport: int, dst: bytes, dport: int) -> str:
-    a, b = format_endpoint(src, sport), format_endpoint(dst, dport)
-    return f"{a}|{b}" if a < b else f"{b}|{a}"
 
 
 # -- saving --------------------------------------------------------------------------------------

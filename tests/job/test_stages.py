@@ -200,10 +200,10 @@ def test_decoding_the_buckets_gives_the_library_tables(tmp_path):
     expected = tabulate([canonical_uri(str(path)).removeprefix("file://")])
     for name in ("frames", "deliveries", "publishes", "connections", "channels"):
         rows = []
-        for f in (f for f in files if f["table"] == name):
-            day = f["date"]
+        for f in (f for f in files if f.table == name):
+            day = f.date
             rows += [{**r, "date": __import__("datetime").date.fromisoformat(day)}
-                     for r in pq.read_table(root / name / f["path"]).to_pylist()]
+                     for r in pq.read_table(root / name / f.path).to_pylist()]
         got = canonical(name, _micros(rows), str(SAMPLES))
         want = canonical(name, expected[name], str(SAMPLES))
         unnamed = {"capture": None, "source": None, "provisional": None}  # which file: the paths differ
@@ -245,7 +245,7 @@ def test_record_numbers_and_tcp_streams_of_a_file_read_in_ranges(tmp_path):
                                str(root), bases=bases)
     key = ("connection", "direction", "stream_offset")
     ours = {tuple(r[k] for k in key): (r["pcap_record"], r["pcap_record_last"], r["tcp_stream"])
-            for f in files if f["table"] == "frames" for r in pq.read_table(root / "frames" / f["path"]).to_pylist()}
+            for f in files if f.table == "frames" for r in pq.read_table(root / "frames" / f.path).to_pylist()}
     library = {(r["connection"], r["dir"], r["offset"]): (r["pcap_record"], r["pcap_record_last"], r["tcp_stream"])
                for r in CaptureDecoder().decode([str(path)]) if r["kind"] not in ("issue",)}
     assert len(ours) > 100 and ours == library
@@ -276,8 +276,8 @@ def test_staged_flow_sides_pair_as_the_library_does(tmp_path):
     assert len(os.listdir(staging / "flows")) > 3  # parts from several buckets
     files = list(flows_task(iter([2, 0]), str(staging), str(root), "r", 100)) + \
         list(flows_task(iter([1]), str(staging), str(root), "r", 100))
-    rows = [{**r, "date": datetime.date.fromisoformat(f["date"])}
-            for f in files for r in pq.read_table(root / "message_flows" / f["path"]).to_pylist()]
+    rows = [{**r, "date": datetime.date.fromisoformat(f.date)}
+            for f in files for r in pq.read_table(root / "message_flows" / f.path).to_pylist()]
     expected = tabulate([str(p) for p in paths])["message_flows"]
     assert sum(1 for r in expected if r["match"] is not None) > 50
     unnamed = {"source": None, "provisional": None}  # the library's rows come from no job
@@ -395,5 +395,5 @@ def test_a_failed_decode_task_leaves_its_segments_for_the_next_attempt(tmp_path,
     monkeypatch.undo()
     files = decode_bucket(BucketWork(0, [BucketFile(0, [0])]), str(staging), [canonical_uri(str(path))], Settings(),
                           "r", str(root), bases=bases)
-    assert sum(f["rows"] for f in files if f["table"] == "frames") > 100
+    assert sum(f.rows for f in files if f.table == "frames") > 100
     assert not os.path.exists(staged_path(str(staging), 0, 0))

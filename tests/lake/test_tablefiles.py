@@ -32,16 +32,16 @@ def test_files_hold_the_rows_per_date_in_order(tmp_path, batch_rows):
     for row in rows:
         writer.add(FRAMES, row)
     files = writer.close()
-    assert {f["date"] for f in files} == {rows[1]["date"].isoformat(), later.isoformat()}
+    assert {f.date for f in files} == {rows[1]["date"].isoformat(), later.isoformat()}
     for day in {row["date"] for row in rows}:
-        written = [f for f in files if f["date"] == day.isoformat()]
-        assert len(written) == 1 and written[0]["path"].startswith(f"date={day.isoformat()}/")
-        table = pq.read_table(tmp_path / "frames" / written[0]["path"])
+        written = [f for f in files if f.date == day.isoformat()]
+        assert len(written) == 1 and written[0].path.startswith(f"date={day.isoformat()}/")
+        table = pq.read_table(tmp_path / "frames" / written[0].path)
         expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows if r.date == day], {"run_id": "run-1"},
                                  without=("date",))
         assert table.schema.equals(FRAMES.arrow(("date",)))
         assert table.equals(pa.Table.from_batches([expected]))
-        assert written[0]["rows"] == table.num_rows
+        assert written[0].rows == table.num_rows
 
 
 def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
@@ -58,7 +58,7 @@ def test_columns_null_in_a_whole_batch_or_only_at_its_ends(tmp_path):
     for row in rows:
         writer.add(FRAMES, row)
     [written] = writer.close()
-    table = pq.read_table(tmp_path / "frames" / written["path"])
+    table = pq.read_table(tmp_path / "frames" / written.path)
     assert table.column("queue").to_pylist() == [None, None, "orders", None, None]
     assert table.column("exchange_type").null_count == 5
     assert table.column("run_id").to_pylist() == ["run-1"] * 5
@@ -89,12 +89,12 @@ def test_a_task_with_many_rows_writes_several_files_holding_them_all(tmp_path):
         writer.add(FRAMES, row)
     files = writer.close()
     assert len(files) == -(-len(rows) // 35)  # whole batches of 7: a file closes at 35 rows
-    tables = [pq.read_table(tmp_path / "frames" / f["path"]) for f in files]
-    assert [f["rows"] for f in files] == [t.num_rows for t in tables]
+    tables = [pq.read_table(tmp_path / "frames" / f.path) for f in files]
+    assert [f.rows for f in files] == [t.num_rows for t in tables]
     expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows], {"run_id": "run-1"}, without=("date",))
     assert pa.concat_tables(tables).equals(pa.Table.from_batches([expected]))
     for f, table in zip(files, tables):
-        assert sorted(json.loads(f["captures"])) == sorted(set(table.column("source").to_pylist()))
+        assert sorted(f.captures) == sorted(set(table.column("source").to_pylist()))
 
 
 @pytest.mark.parametrize("group_bytes, groups_of", [(1 << 30, 21), (1, 7)])
@@ -110,13 +110,13 @@ def test_batches_are_held_as_arrow_until_a_row_group_is_big_enough(tmp_path, mon
         writer.add(FRAMES, row)
     [written] = writer.close()
     assert writer.held_bytes == 0
-    metadata = pq.read_metadata(tmp_path / "frames" / written["path"])
+    metadata = pq.read_metadata(tmp_path / "frames" / written.path)
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     assert sizes[:-1] == [groups_of] * (len(sizes) - 1) and 0 < sizes[-1] <= groups_of and sum(sizes) == len(rows)
     expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows], {"run_id": "run-1"}, without=("date",))
-    assert pq.read_table(tmp_path / "frames" / written["path"]).equals(pa.Table.from_batches([expected]))
+    assert pq.read_table(tmp_path / "frames" / written.path).equals(pa.Table.from_batches([expected]))
     # the statistics come from the footer the writer wrote: the same as the file's, read back
-    assert json.loads(written["stats"]) == tablefiles.stats(metadata) and written["rows"] == len(rows)
+    assert json.loads(written.stats) == tablefiles.stats(metadata) and written.rows == len(rows)
 
 
 def test_only_string_columns_are_dictionary_encoded(tmp_path):
@@ -124,7 +124,7 @@ def test_only_string_columns_are_dictionary_encoded(tmp_path):
     for row in _frames_of_one_day():
         writer.add(FRAMES, row)
     [written] = writer.close()
-    group = pq.read_metadata(tmp_path / "frames" / written["path"]).row_group(0)
+    group = pq.read_metadata(tmp_path / "frames" / written.path).row_group(0)
     encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
     schema = FRAMES.arrow(("date",))
     strings = {f.name for f in schema if pa.types.is_string(f.type)}
@@ -154,7 +154,7 @@ def test_rows_given_in_arrow_follow_the_rows_added_before_them_per_date(tmp_path
     for batch in in_arrow:
         writer.add_arrow(MESSAGE_FLOWS, pa.Table.from_pylist(batch, schema=schema))
     files = writer.close()
-    got = {f["date"]: pq.read_table(tmp_path / "message_flows" / f["path"]) for f in files}
+    got = {f.date: pq.read_table(tmp_path / "message_flows" / f.path) for f in files}
     assert sorted(got) == [first.isoformat(), second.isoformat()] and len(files) == 2
     for day in (first, second):
         table = got[day.isoformat()]
@@ -162,3 +162,16 @@ def test_rows_given_in_arrow_follow_the_rows_added_before_them_per_date(tmp_path
         assert table.schema.equals(MESSAGE_FLOWS.arrow(("date",)))
         assert table.column("message_key").to_pylist() == [row["message_key"] for row in want]
         assert set(table.column("run_id").to_pylist()) == {"run-1"}
+
+
+def test_a_table_file_reads_back_from_a_manifest_old_or_new():
+    """A run's manifest holds its TableFiles as JSON; one a 0.2.0 run left (captures as a JSON
+    string) still reads, so `amqpcap repair` can finish that run."""
+    import msgspec
+
+    from amqpcap.lake.tablefiles import TableFile
+    old = {"table": "frames", "path": "date=2026-11-21/a.parquet", "size": 10, "date": "2026-11-21", "rows": 3,
+           "captures": '["file:///a.pcap", "file:///b.pcap"]', "stats": '{"numRecords": 3}'}
+    file = TableFile.of(old)
+    assert file.captures == ["file:///a.pcap", "file:///b.pcap"] and file.rows == 3 and file.path == old["path"]
+    assert TableFile.of(msgspec.json.decode(msgspec.json.encode(file))) == file

@@ -12,7 +12,6 @@ metadata.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import operator
 import os
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from amqpcap.capture.packets import Segment, segments_from_packed
+from amqpcap.capture.timeline import merge_by_time
 from amqpcap.job.progress import TaskProgress
 from amqpcap.job.stages.flows import FlowSides
 from amqpcap.job.stages.numbering import tcp_streams_of
@@ -30,7 +30,7 @@ from amqpcap.job.stages.placed import CaptureBytes
 from amqpcap.job.stages.read import SEGMENTS, staged_path
 from amqpcap.job.work import BucketFile, BucketWork, RunContext
 from amqpcap.lake.carryover import staged_states
-from amqpcap.lake.tablefiles import TableFiles, filesystem_of
+from amqpcap.lake.tablefiles import TableFile, TableFiles, filesystem_of
 from amqpcap.onepass.carry import CarryingDecoder
 from amqpcap.process import fewer_collections, prepare_worker
 from amqpcap.rules.common import day
@@ -39,8 +39,8 @@ from amqpcap.tables.registry import CONNECTION_STATE, RESUMPTIONS
 
 
 def decode_task(buckets: Iterator[BucketWork], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str, context: RunContext, bases: dict[int, int], flow_parts: int) -> Iterator[dict]:
-    """Buckets -> the table files written (FILES_DDL dicts)."""
+                run_id: str, root: str, context: RunContext, bases: dict[int, int], flow_parts: int) -> Iterator[TableFile]:
+    """Buckets -> the table files written (TableFile)."""
     prepare_worker()
     settings = Settings.from_json(settings_json)
     for work in buckets:
@@ -53,7 +53,7 @@ def decode_task(buckets: Iterator[BucketWork], staging: str, uris: list[str], se
 
 def decode_bucket(work: BucketWork, staging: str, uris: list[str], settings: Settings, run_id: str, root: str,
                   progress: TaskProgress | None = None, context: RunContext | None = None,
-                  bases: dict[int, int] | None = None, flow_parts: int = 0) -> list[dict]:
+                  bases: dict[int, int] | None = None, flow_parts: int = 0) -> list[TableFile]:
     """A bucket's files' units (those that staged segments of it, in byte order, and the time they
     span). `context`: where the run's captures end. `bases` (amqpcap.job.stages.numbering): each
     unit's first record number less one; each unit's map of local TCP streams to the file's is
@@ -148,10 +148,8 @@ def _batches(filesystem, units: list[tuple[str, int, int]], staging: str,
 
 def _merged(streams: list[Iterator[tuple[int, list[Segment]]]]) -> Iterator[tuple[int, list[Segment]]]:
     """Files' batches that overlap in time, merged by packet time: runs of one file's segments."""
-    # (ts_ns, file index, segment): two files' items never tie on both, so the merge compares
-    # tuples in C (a key function would be a Python call per segment)
-    merged = heapq.merge(*[((segment.ts_ns, file_index, segment) for file_index, segments in stream
-                            for segment in segments) for stream in streams])
+    merged = merge_by_time(((segment.ts_ns, file_index, segment) for file_index, segments in stream
+                            for segment in segments) for stream in streams)
     for file_index, run in itertools.groupby(merged, key=operator.itemgetter(1)):
         yield file_index, [segment for _, _, segment in run]
 

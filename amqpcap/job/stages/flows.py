@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from amqpcap.job.stages.staged import StagedFiles
-from amqpcap.lake.tablefiles import TableFiles, arrow_column, filesystem_of
+from amqpcap.lake.tablefiles import TableFile, TableFiles, arrow_column, filesystem_of
 from amqpcap.process import prepare_worker
 from amqpcap.rules.message_flows import SIDE_COLUMNS, KeyParts, arrow_flows, arrow_keys, flow_pairs, host_of
 from amqpcap.tables.registry import DELIVERIES, MESSAGE_FLOWS, PUBLISHES
@@ -103,8 +103,8 @@ def side_batch(is_delivery: bool, dates: list, batch: pa.RecordBatch) -> pa.Reco
     return pa.RecordBatch.from_arrays([key, time, kind, *columns.values()], schema=SIDES)
 
 
-def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch_rows: int) -> Iterator[dict]:
-    """message_flows of some parts of the key space -> the files written (FILES_DDL dicts)."""
+def flows_task(parts: Iterator[int], staging: str, root: str, run_id: str, batch_rows: int) -> Iterator[TableFile]:
+    """message_flows of some parts of the key space -> the files written (TableFile)."""
     prepare_worker()
     writer = TableFiles(root, run_id, tag="flows-", batch_rows=batch_rows)
     for part in parts:
