@@ -22,11 +22,11 @@ import pyarrow.parquet as pq
 
 from amqpcap.capture.bucketing import bucket_of
 from amqpcap.capture.packets import parse_endpoint
-from amqpcap.settings import Settings
-from amqpcap.onepass.state import SavedState
-from amqpcap.tables.registry import CONNECTION_STATE, RESUMPTIONS
 from amqpcap.lake.runlog import superseded_rows, table_files
 from amqpcap.lake.tablefiles import TableFile, filesystem_of, stats
+from amqpcap.onepass.state import SavedState
+from amqpcap.settings import Settings
+from amqpcap.tables.registry import CONNECTION_STATE, RESUMPTIONS
 
 STATE_COLUMNS = ["sensor", "tuple_key", "connection", "last_ts_ns", "source", "state"]
 

@@ -14,12 +14,11 @@ can abort the interpreter at exit: delta-rs #2184), so any Parquet reader works 
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 
-from amqpcap.tables.registry import TABLES, Table
 from amqpcap.lake import runlog
 from amqpcap.lake.paths import table_uri
+from amqpcap.tables.registry import TABLES, Table
 
 DATE = pa.schema([("date", pa.date32())])
 

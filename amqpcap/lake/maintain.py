@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 
-from amqpcap.settings import Settings
-from amqpcap.tables.registry import TABLES
 from amqpcap.lake import runlog
 from amqpcap.lake.paths import absolute, table_uri
+from amqpcap.settings import Settings
+from amqpcap.tables.registry import TABLES
 
 
 def maintain(lake: str, settings: Settings, dry_run: bool = False) -> list[dict]:

@@ -46,9 +46,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from amqpcap.tables.registry import RUNS, TABLES, Table
 from amqpcap.lake.paths import pending_dir, table_uri
 from amqpcap.lake.tablefiles import TableFile, filesystem_of, rows_to_batch, stats
+from amqpcap.tables.registry import RUNS, TABLES, Table
 
 RUN_TAG = "amqpcap_run_id"
 ATTEMPTS = 20  # commits retried after a concurrent run's commit won

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from amqpcap.tables.registry import Table
 from amqpcap.lake.paths import absolute
+from amqpcap.tables.registry import Table
 
 
 class Sink(Protocol):

@@ -25,7 +25,6 @@ from amqpcap.columnar.columns import BOOL, INT32, INT64, OBJECT, Laid, TableColu
 from amqpcap.tables.registry import TABLES, Table
 
 
-
 class TableFile(msgspec.Struct, frozen=True):
     """A Parquet file a task wrote into a table's folder, for the run to commit (a typed work item
     back across the driver line, and a row of a run's manifest in the run log)."""

@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from amqpcap.tables.registry import TABLES
 from amqpcap import lake as helpers
 from amqpcap.lake.spark_read import read_table
+from amqpcap.tables.registry import TABLES
 from tests.helpers.samples import ROOT
 
 

@@ -15,12 +15,12 @@ import time
 
 import pytest
 
-from amqpcap.lake import runlog
 from amqpcap.capture.inputs import list_inputs
-from amqpcap.job.nightly import TABLES as JOB_TABLES, run
+from amqpcap.job.nightly import TABLES as JOB_TABLES
+from amqpcap.job.nightly import run
+from amqpcap.lake import runlog
 from amqpcap.lake.paths import table_uri
-from tests.helpers.samples import SAMPLES
-from tests.helpers.samples import ROOT
+from tests.helpers.samples import ROOT, SAMPLES
 
 TABLES = [t.name for t in JOB_TABLES]
 STEPS = 1 + len(TABLES) + 2  # manifest, each table, the runs row, the manifest's deletion
@@ -170,6 +170,7 @@ def test_a_commit_that_loses_the_race_to_create_a_table_is_retried(tmp_path, mon
     fails with delta-rs's 'SaveMode append is not allowed' (no word of a conflict), and must be
     retried as an append, not leave its run pending (which hid the run from every reader)."""
     from deltalake import DeltaTable
+
     from amqpcap.tables.registry import TABLES as ALL
     lake = str(tmp_path / "lake")
     table = ALL["frames"]

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from amqpcap.tables.rows import RawRows
-from amqpcap.tables.registry import FRAMES
 from amqpcap.lake import tablefiles
 from amqpcap.lake.tablefiles import TableFiles, rows_to_batch
+from amqpcap.tables.registry import FRAMES
+from amqpcap.tables.rows import RawRows
 from tests.helpers.samples import EXPECTED, decoded
 
 
