@@ -249,3 +249,23 @@ def test_a_connection_whose_next_run_sees_the_server_first_resumes_the_right_way
              "c2s_decoded_bytes", "s2c_stream_bytes", "s2c_decoded_bytes", "c2s_frames", "s2c_frames")
     (one,), (two,) = whole["streams"], second["streams"]
     assert {k: two[k] for k in facts} == {k: one[k] for k in facts}
+
+
+def test_a_state_saved_by_0_2_0_names_its_classes_where_they_lived_then():
+    """Before the package had wings, the saved analytics objects' classes were amqp_decode.analytics.*
+    and field-table timestamps amqp_decode.fieldtable.Timestamp: a lake carried across the upgrade
+    still resumes them; anything else stays refused."""
+    import io
+    import pickle
+
+    from amqpcap.onepass.state import _Unpickler
+    from amqpcap.protocol.fieldtable import Timestamp
+    from amqpcap.rules.deliveries import DeliveryRules
+    old_timestamp = b"camqp_decode.fieldtable\nTimestamp\n(I1700000000\ntR."  # protocol 0: GLOBAL, then a call
+    value = _Unpickler(io.BytesIO(old_timestamp)).load()
+    assert type(value) is Timestamp and value == 1700000000
+    assert _Unpickler(io.BytesIO(b"camqp_decode.analytics.deliveries\nDeliveryRules\n.")).load() is DeliveryRules
+    with pytest.raises(pickle.UnpicklingError):
+        _Unpickler(io.BytesIO(b"cos\nsystem\n.")).load()
+    with pytest.raises(pickle.UnpicklingError):
+        _Unpickler(io.BytesIO(b"camqp_decode.state\nSavedState\n.")).load()
