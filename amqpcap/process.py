@@ -88,6 +88,22 @@ def prepare_worker() -> None:
     steady_heap()
 
 
+def storage_environment(storage) -> dict[str, str]:
+    """The environment the object stores' clients (pyarrow's, delta-rs's, boto3's) read an S3
+    endpoint from, for the settings' `storage` section (amqpcap.settings.StorageSection): nothing
+    when no endpoint is set. Never credentials: those stay in the chain that holds them."""
+    endpoint = storage.s3_endpoint
+    if not endpoint:
+        return {}
+    return {"AWS_ENDPOINT_URL": endpoint, **({"AWS_ALLOW_HTTP": "true"} if endpoint.startswith("http://") else {})}
+
+
+def use_storage(storage) -> None:
+    """This process (and the processes it starts: Spark's JVM, its Python workers) reach the
+    object store the settings name."""
+    os.environ.update(storage_environment(storage))
+
+
 def one_blas_thread() -> None:
     """SINGLE_BLAS_THREAD in this process's environment (and its children's), unless set already."""
     for name, value in SINGLE_BLAS_THREAD.items():

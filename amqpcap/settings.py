@@ -147,6 +147,15 @@ class LakeSection(Section):
         "(delta-spark when its classes load, else delta-rs).")] = "auto"
 
 
+class StorageSection(Section):
+    """Object storage for captures and the lake; credentials come from each store's own chain, never settings."""
+
+    s3_endpoint: Annotated[str, about(
+        "An S3-compatible store's endpoint (MinIO, Ceph, R2...), e.g. \"http://storage:9000\"; "
+        "empty: AWS itself, or AWS_ENDPOINT_URL when that is set. An http:// endpoint is allowed "
+        "as such (no TLS).")] = ""
+
+
 class JobSection(Section):
     """How the nightly job splits its work."""
 
@@ -199,6 +208,7 @@ class Settings(Section):
     analytics: AnalyticsSection = field(default_factory=AnalyticsSection)
     state: StateSection = field(default_factory=StateSection)
     lake: LakeSection = field(default_factory=LakeSection)
+    storage: StorageSection = field(default_factory=StorageSection)
     job: JobSection = field(default_factory=JobSection)
     maintain: MaintainSection = field(default_factory=MaintainSection)
     spark: SparkSection = field(default_factory=SparkSection)

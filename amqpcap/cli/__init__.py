@@ -188,7 +188,10 @@ def load_settings(args: argparse.Namespace, extra: list[str] = ()):
     from amqpcap.settings import SettingsError
     from amqpcap.settings import load_settings as load
     try:
-        return load(args.config, [*args.overrides, *extra])
+        settings = load(args.config, [*args.overrides, *extra])
     except SettingsError as error:
         raise UsageError(str(error)) from None
+    from amqpcap.process import use_storage
+    use_storage(settings.storage)
+    return settings
 

@@ -10,7 +10,7 @@ import threading
 from importlib import resources
 
 from amqpcap.job import class_archive
-from amqpcap.process import SINGLE_BLAS_THREAD
+from amqpcap.process import SINGLE_BLAS_THREAD, storage_environment
 from amqpcap.settings import Settings
 
 QUIET_LOG4J = resources.files("amqpcap.job") / "log4j2.properties"
@@ -44,6 +44,8 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
         builder = builder.master(master or settings.spark.master)
     for name, value in SINGLE_BLAS_THREAD.items():  # Python workers' environment, on any cluster
         builder = builder.config(f"spark.executorEnv.{name}", os.environ.get(name, value))
+    for name, value in storage_environment(settings.storage).items():  # the store's endpoint, not its keys
+        builder = builder.config(f"spark.executorEnv.{name}", value)
     if not _submitted():  # workers import an installed PySpark compiled, not from its zip
         builder = builder.config("spark.python.daemon.module", "amqpcap.job.spark_daemon")
     for key, value in settings.spark.conf.items():

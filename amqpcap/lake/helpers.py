@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from amqpcap.lake import runlog
 from amqpcap.lake.paths import table_uri
+from amqpcap.lake.tablefiles import filesystem_of
 from amqpcap.tables.registry import TABLES, Table
 
 DATE = pa.schema([("date", pa.date32())])
@@ -30,18 +31,28 @@ def files(lake: str) -> dict[str, list[str]]:
             for name, v in versions.items()}
 
 
-def arrow(lake: str, table: str | Table, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """One table as a pyarrow Table (`filter`: a pyarrow.compute expression, pushed down)."""
+def dataset(lake: str, table: str | Table):
+    """One table's snapshot as a pyarrow Dataset (None when it has no file), on whatever filesystem
+    the lake is (local, s3://, gs://, ...): what the other helpers read a remote lake with."""
     import pyarrow.dataset as ds
     table = TABLES[table] if isinstance(table, str) else table
     paths = files(lake)[table.name]
-    schema = table.arrow()
     if not paths:
+        return None
+    filesystem, base = filesystem_of(table_uri(lake, table))
+    located = [filesystem_of(p)[1] for p in paths]
+    return ds.dataset(located, schema=table.arrow(), format="parquet", filesystem=filesystem,
+                      partitioning=ds.partitioning(DATE, flavor="hive"), partition_base_dir=base)
+
+
+def arrow(lake: str, table: str | Table, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """One table as a pyarrow Table (`filter`: a pyarrow.compute expression, pushed down)."""
+    table = TABLES[table] if isinstance(table, str) else table
+    data = dataset(lake, table)
+    if data is None:
+        schema = table.arrow()
         return schema.empty_table().select(columns or schema.names)
-    dataset = ds.dataset(paths, schema=schema, format="parquet",
-                         partitioning=ds.partitioning(DATE, flavor="hive"),
-                         partition_base_dir=_local(table_uri(lake, table)))
-    return dataset.to_table(columns=columns, filter=filter)
+    return data.to_table(columns=columns, filter=filter)
 
 
 def duckdb_views(lake: str, connection=None):
@@ -49,10 +60,14 @@ def duckdb_views(lake: str, connection=None):
     import duckdb
     con = connection or duckdb.connect()
     for name, paths in files(lake).items():
-        if paths:
+        if paths and all("://" not in p for p in paths):
             listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
             con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{listing}], "
                         "hive_partitioning = true, union_by_name = true)")
+        elif paths:  # a remote lake: read through pyarrow's filesystems (DuckDB's own, httpfs, would
+            # download an extension at run time, and takes no credentials from the AWS chain)
+            con.register(f"{name}_files", dataset(lake, name))
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_files")
         else:
             con.register(f"{name}_empty", TABLES[name].arrow().empty_table())
             con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
@@ -65,9 +80,11 @@ def polars_frames(lake: str) -> dict:
     frames = {}
     for name, paths in files(lake).items():
         schema = TABLES[name].arrow()
-        if paths:
+        if paths and all("://" not in p for p in paths):
             frames[name] = pl.scan_parquet(paths, hive_partitioning=True,
                                            hive_schema={"date": pl.Date}).select(schema.names)
+        elif paths:  # a remote lake: through pyarrow's filesystems, as duckdb_views
+            frames[name] = pl.scan_pyarrow_dataset(dataset(lake, name)).select(schema.names)
         else:
             frames[name] = pl.from_arrow(schema.empty_table()).lazy()
     return frames

@@ -59,9 +59,9 @@ ATTEMPTS = 20  # commits retried after a concurrent run's commit won
 def commit_run(lake: str, manifest: dict) -> dict[str, int]:
     """Steps 1-4 for a run described by `manifest` (see `manifest_of`); the versions committed.
     Applying the same manifest again finishes what is left of it (a repair)."""
-    filesystem, _ = filesystem_of(lake)
-    path = f"{pending_dir(lake)}/{manifest['run_id']}.json"
-    filesystem.create_dir(pending_dir(lake), recursive=True)
+    filesystem, pending = filesystem_of(pending_dir(lake))
+    path = f"{pending}/{manifest['run_id']}.json"
+    filesystem.create_dir(pending, recursive=True)
     if not _exists(filesystem, path):
         _write(filesystem, path, json.dumps(manifest).encode())
     step = 1
@@ -233,11 +233,11 @@ def _captures_of(uri: str, table: Table, action: dict) -> set[str]:
 
 def _rewrite(uri: str, kept: pa.Table, day: str, now: int):
     from deltalake.transaction import AddAction
-    filesystem, _ = filesystem_of(uri)
+    filesystem, root = filesystem_of(uri)
     relative = f"date={day}/part-kept-{uuid.uuid4().hex[:12]}.parquet"
-    pq.write_table(kept, f"{uri}/{relative}", compression="zstd")
-    metadata = pq.read_metadata(f"{uri}/{relative}")
-    return AddAction(relative, filesystem.get_file_info(f"{uri}/{relative}").size, {"date": day}, now, True,
+    pq.write_table(kept, f"{root}/{relative}", compression="zstd", filesystem=filesystem)
+    metadata = pq.read_metadata(f"{root}/{relative}", filesystem=filesystem)
+    return AddAction(relative, filesystem.get_file_info(f"{root}/{relative}").size, {"date": day}, now, True,
                      json.dumps(stats(metadata)))
 
 
@@ -298,8 +298,8 @@ def completed_runs(lake: str) -> set[str]:
 def pending_runs(lake: str) -> list[dict]:
     """Manifests of runs that began committing and have no runs row: interrupted, or still going."""
     import pyarrow.fs as pafs
-    filesystem, _ = filesystem_of(lake)
-    entries = filesystem.get_file_info(pafs.FileSelector(pending_dir(lake), allow_not_found=True))
+    filesystem, pending = filesystem_of(pending_dir(lake))
+    entries = filesystem.get_file_info(pafs.FileSelector(pending, allow_not_found=True))
     manifests = []
     for entry in entries:
         if entry.path.endswith(".json"):
@@ -351,10 +351,9 @@ def table_files(lake: str, table: Table | str, version: int | None = None) -> li
 def repair(lake: str) -> list[tuple[str, str]]:
     """Roll every interrupted run forward (or back, when its files are gone); (run id, what was done)."""
     done = []
-    filesystem, _ = filesystem_of(lake)
     for manifest in pending_runs(lake):
         missing = [f for name, files in manifest["files"].items() for f in files
-                   if not _exists(filesystem, f"{table_uri(lake, name)}/{f['path']}")]
+                   if not _exists(*filesystem_of(f"{table_uri(lake, name)}/{f['path']}"))]
         if missing:
             roll_back(lake, manifest)
             done.append((manifest["run_id"], "rolled back"))
@@ -390,8 +389,8 @@ def roll_back(lake: str, manifest: dict) -> None:
             table.create_write_transaction(actions, mode="append", schema=table.schema(), partition_by=["date"],
                                            commit_properties=CommitProperties(
                                                custom_metadata={RUN_TAG: f"rollback-{run_id}"}))
-    filesystem, _ = filesystem_of(lake)
-    filesystem.delete_file(f"{pending_dir(lake)}/{run_id}.json")
+    filesystem, pending = filesystem_of(pending_dir(lake))
+    filesystem.delete_file(f"{pending}/{run_id}.json")
 
 
 # -- helpers -----------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Reading the lake's tables into a Spark session, whichever engine wrote them. The session is the
-caller's: nothing here imports pyspark (the schema is each table's Spark DDL)."""
+caller's: nothing here imports pyspark (the schema is each table's Spark DDL). A lake on object
+storage is read by Python tasks through pyarrow's filesystems (`read_with_arrow`) unless delta-spark
+is there to read it: Spark's own readers would need the store's Hadoop connector on its classpath."""
 
 from __future__ import annotations
 
@@ -33,8 +35,39 @@ def read_table(spark, lake: str, table: Table | str, version: int | None = None)
     files = table_files(lake, table, version)
     if not files:
         return empty(spark, table)
+    if any("://" in f and not f.startswith("file://") for f in files):
+        return read_with_arrow(spark, table, files)
     frame = spark.read.option("basePath", uri).schema(table.ddl(comments=True)).parquet(*files)
     return frame.select(*table.names)
+
+
+def read_with_arrow(spark, table: Table, files: list[str]):
+    """A table's `files` (URIs on any filesystem pyarrow opens) as a DataFrame whose partitions
+    Python tasks read with pyarrow: the credentials and endpoint are the tasks' own environment's."""
+    import functools
+    parts = max(1, min(len(files), spark.sparkContext.defaultParallelism))
+    listing = spark.createDataFrame([(f,) for f in files], "uri string").repartition(parts)
+    return listing.mapInArrow(functools.partial(_read_files, table=table.name), table.ddl(comments=True))
+
+
+def _read_files(batches, table: str):
+    """(A task:) each listed file's rows, with the `date` its partition folder names."""
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from amqpcap.lake.tablefiles import filesystem_of
+    declared = TABLES[table]
+    schema = declared.arrow().remove_metadata()
+    for batch in batches:
+        for uri in batch.column(0).to_pylist():
+            filesystem, path = filesystem_of(uri)
+            data = pq.read_table(path, filesystem=filesystem)
+            day = next(part.split("=", 1)[1] for part in path.split("/") if part.startswith("date="))
+            date = pa.array([datetime.date.fromisoformat(day)] * data.num_rows, pa.date32())
+            data = data.append_column("date", date) if "date" not in data.column_names else data
+            yield from data.select(declared.names).cast(schema).to_batches()
 
 
 def read_files(spark, root: str, table: Table, files: list[TableFile]):
