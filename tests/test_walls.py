@@ -36,7 +36,7 @@ WINGS = {
     "tables": ("amqpcap.tables",),
     "rules": ("amqpcap.rules",),
     "one pass": ("amqpcap.onepass",),
-    "shared": ("amqpcap.settings", "amqpcap.process"),
+    "shared": ("amqpcap.settings", "amqpcap.process", "amqpcap._cyutility"),  # (_cyutility: Cython's, setup.py)
     "lake": ("amqpcap.lake",),
     "job": ("amqpcap.job",),
     "cli": ("amqpcap.cli", "amqpcap.submit", "amqpcap.__main__"),
