@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml setup.py $(shell find amqpcap -name '*.py' -o -name '*.
 	$(PY) -m pip install --quiet -e '.[dev]'
 	printf '%s' "$(CURDIR)" > $(VENV)/.checkout
 	$(PY) -m amqpcap.job.class_archive  # Spark's JVM classes, mapped at every start (amqpcap/job/class_archive.py)
+	$(PY) -m amqpcap.job.jars > /dev/null  # the Delta jars, fetched once from Maven Central (amqpcap/job/jars.py)
 	@# bytecode, as pip writes it for a regular install (an editable one does not): where Python may not
 	@# write it (PYTHONDONTWRITEBYTECODE), every start would compile the sources again (20-40 ms)
 	$(PY) -m compileall -q -j 0 amqpcap

@@ -123,7 +123,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         display.phase("reading")
     try:
         units = read_stage(spark, files, settings, staging)
-        written, replaced, span = capture_rows(files, units, lake, run_id, summary)
+        written, replaced, span = capture_rows(files, units, lake, sink.table_root(), run_id, summary)
         states = carryover.resumable_states(lake, settings, replaced, span.first_ts_ns)
         carryover.stage_states(staging, states, buckets_of(spark, settings))
         summary.carried_in = len(states)
@@ -241,7 +241,7 @@ class Span:
     closing_source: str | None = None
 
 
-def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary: RunSummary):
+def capture_rows(files: list[InputFile], units, lake: str, root: str, run_id: str, summary: RunSummary):
     """One captures row per input file (its ranges' infos merged), plus a decode_issues row per
     damage to the file itself, written by the driver; the captures this run replaces (its own,
     and earlier names of the same bytes); and the run's Span."""
@@ -263,7 +263,7 @@ def capture_rows(files: list[InputFile], units, lake: str, run_id: str, summary:
             infos[unit.file_index].merge(facts.info)
         if facts.fingerprint:
             printed[unit.file_index] = facts.fingerprint
-    writer = TableFiles(lake, run_id, tag="captures-")
+    writer = TableFiles(root, run_id, tag="captures-")
     raw_rows = RawRows(run_id)
     now_ns = time.time_ns()
     span = Span()

@@ -48,6 +48,8 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
         builder = builder.config(f"spark.executorEnv.{name}", value)
     if not _submitted():  # workers import an installed PySpark compiled, not from its zip
         builder = builder.config("spark.python.daemon.module", "amqpcap.job.spark_daemon")
+    if not _submitted() and settings.lake.engine == "delta-spark":
+        builder = with_delta(builder)
     for key, value in settings.spark.conf.items():
         builder = builder.config(key, value)
     fresh = not _submitted() and SparkSession.getActiveSession() is None
@@ -164,6 +166,19 @@ def _conf(builder):
     for key, value in builder._options.items():
         conf.set(key, value)
     return conf
+
+
+def with_delta(builder):
+    """The builder with the Delta jars fetched at set-up (amqpcap.job.jars), its SQL extension and
+    catalog: `spark.read.format("delta")`, ``delta.`path` `` tables, DESCRIBE HISTORY, VERSION AS OF.
+    Without the jars, the builder as it was (the delta-spark engine then says what is missing)."""
+    from amqpcap.job.jars import installed
+    jars = installed()
+    if not jars:
+        return builder
+    return (builder.config("spark.jars", ",".join(jars))
+            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
 
 
 def _submitted() -> bool:

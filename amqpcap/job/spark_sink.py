@@ -15,7 +15,8 @@ def choose_sink(engine: str, spark, lake: str, staging: str) -> Sink:
     loaded = delta_spark_loaded(spark)
     if engine == "delta-spark" and not loaded:
         raise EngineError("lake.engine is delta-spark but the Delta jars are not on Spark's classpath (add "
-                          "io.delta:delta-spark to spark.jars or the cluster image), or use engine = \"delta-rs\"")
+                          "io.delta:delta-spark to spark.jars or the cluster image, or fetch them here: python -m "
+                          "amqpcap.job.jars), or use engine = \"delta-rs\"")
     if engine == "delta-spark" or (engine == "auto" and loaded):
         return DeltaSparkSink(spark, lake, staging)
     return DeltaRsSink(lake)

@@ -13,7 +13,9 @@ from amqpcap.tables.registry import TABLES, Table
 def delta_spark_loaded(spark) -> bool:
     """Whether the session has delta-spark's classes (the Delta jars on its classpath)."""
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+        jvm = spark.sparkContext._jvm  # (spark.jars are in the context class loader, not the caller's)
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False,
+                                    jvm.java.lang.Thread.currentThread().getContextClassLoader())
         return True
     except Exception:  # py4j wraps ClassNotFoundException
         return False
