@@ -1,0 +1,35 @@
+"""The nightly job with executors in JVMs of their own (`local-cluster[2,1,1024]`: a master and two
+executor processes on this machine, as a cluster runs them): every table the same as the embedded
+local run's, so nothing a task needs lives only in the driver's process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from amqpcap.tables.registry import TABLES
+from tests.helpers.samples import ROOT, SAMPLES
+
+pytestmark = pytest.mark.slow
+
+
+def canonical(lake: str, table: str) -> list[str]:
+    from amqpcap.lake import arrow
+    return sorted(json.dumps({k: v for k, v in row.items() if k != "run_id"}, default=str, sort_keys=True)
+                  for row in arrow(lake, table).to_pylist())
+
+
+def test_executors_in_their_own_jvms_give_the_tables_of_the_embedded_run(lake, tmp_path):
+    embedded, _ = lake
+    separate = str(tmp_path / "lake")
+    result = subprocess.run([sys.executable, "-m", "amqpcap", "run", "--master", "local-cluster[2,1,1024]",
+                             "--input", str(SAMPLES), "--lake", separate], capture_output=True, text=True, cwd=ROOT,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for table in TABLES:
+        if table != "runs":
+            assert canonical(separate, table) == canonical(embedded, table), table
+    assert len(canonical(separate, "frames")) > 1000
