@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from amqpcap.job.jars import installed
+from tests.helpers.lakes import canonical, lake_rows
 from tests.helpers.samples import ROOT, SAMPLES
 
 pytestmark = [pytest.mark.slow,
@@ -35,22 +36,6 @@ def lakes(tmp_path_factory):
     amqpcap("run", "--input", *map(str, NIGHT), "--lake", rs)
     amqpcap("run", "--input", *map(str, NIGHT), "--lake", spark, "--set", 'lake.engine="delta-spark"')
     return rs, spark
-
-
-def canonical(rows: list[dict]) -> list[str]:
-    return sorted(json.dumps({k: normal(v) for k, v in r.items() if k != "run_id"}, default=str, sort_keys=True)
-                  for r in rows)
-
-
-def normal(value):
-    """One form for what two readers give differently: a time as UTC without its zone (Spark's
-    session zone is UTC), a map as a dict (Arrow gives pairs)."""
-    import datetime
-    if isinstance(value, datetime.datetime):
-        return (value.astimezone(datetime.timezone.utc).replace(tzinfo=None) if value.tzinfo else value).isoformat()
-    if isinstance(value, list) and value and all(isinstance(p, tuple) and len(p) == 2 for p in value):
-        return dict(value)
-    return value
 
 
 SPARK_READS = """
@@ -80,7 +65,7 @@ def test_a_lake_delta_rs_wrote_reads_in_spark_sql_with_the_same_rows(lakes):
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.split("RESULT", 1)[1])
     for table in TABLES:
-        assert canonical(seen[table]) == canonical(arrow(rs, table).to_pylist()), table
+        assert canonical(seen[table]) == lake_rows(rs, table), table
     assert seen["history"] == [0] and seen["as_of"] == arrow(rs, "frames").num_rows > 100
 
 
@@ -88,11 +73,11 @@ def test_a_lake_the_delta_spark_engine_wrote_reads_in_delta_rs_duckdb_and_polars
     import polars as pl
     from deltalake import DeltaTable
 
-    from amqpcap.lake import arrow, duckdb_views
+    from amqpcap.lake import duckdb_views
     rs, spark = lakes
     for table in TABLES:
-        expected = canonical(arrow(rs, table).to_pylist())
-        assert canonical(arrow(spark, table).to_pylist()) == expected, table
+        expected = lake_rows(rs, table)
+        assert lake_rows(spark, table) == expected, table
         assert DeltaTable(f"{spark}/{table}").to_pyarrow_dataset().count_rows() == len(expected), table
         assert pl.read_delta(f"{spark}/{table}").height == len(expected), table
         assert duckdb_views(spark).sql(f"SELECT count(*) FROM {table}").fetchall() == [(len(expected),)], table

@@ -4,22 +4,16 @@ local run's, so nothing a task needs lives only in the driver's process."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 from amqpcap.tables.registry import TABLES
+from tests.helpers.lakes import lake_rows
 from tests.helpers.samples import ROOT, SAMPLES
 
 pytestmark = pytest.mark.slow
-
-
-def canonical(lake: str, table: str) -> list[str]:
-    from amqpcap.lake import arrow
-    return sorted(json.dumps({k: v for k, v in row.items() if k != "run_id"}, default=str, sort_keys=True)
-                  for row in arrow(lake, table).to_pylist())
 
 
 def test_executors_in_their_own_jvms_give_the_tables_of_the_embedded_run(lake, tmp_path):
@@ -31,5 +25,5 @@ def test_executors_in_their_own_jvms_give_the_tables_of_the_embedded_run(lake, t
     assert result.returncode == 0, result.stderr[-3000:]
     for table in TABLES:
         if table != "runs":
-            assert canonical(separate, table) == canonical(embedded, table), table
-    assert len(canonical(separate, "frames")) > 1000
+            assert lake_rows(separate, table) == lake_rows(embedded, table), table
+    assert len(lake_rows(separate, "frames")) > 1000

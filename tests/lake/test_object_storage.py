@@ -7,7 +7,6 @@ no credential reaches the lake or the logs."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from amqpcap.tables.registry import TABLES
 from tests.helpers import s3 as store
+from tests.helpers.lakes import lake_rows
 from tests.helpers.samples import ROOT, SAMPLES
 
 pytestmark = pytest.mark.slow
@@ -58,21 +58,8 @@ def night(server, tmp_path_factory):
     return local
 
 
-def canonical(lake: str, table, endpoint_env: dict | None = None) -> list[str]:
-    """A table's rows, run ids left out and captures named by their path under the night."""
-    from amqpcap.lake import arrow
-    rows = arrow(lake, table).to_pylist()
-    out = []
-    for row in rows:
-        row.pop("run_id", None)
-        for key in ("capture", "source", "path", "saved_by"):
-            if isinstance(row.get(key), str):
-                row[key] = _relative(row[key])
-        out.append(json.dumps(row, default=str, sort_keys=True))
-    return sorted(out)
-
-
 def _relative(uri: str) -> str:
+    """A capture named by its path under the night, on S3 or on disk."""
     for prefix in ("s3://caps/night/", f"file://{SAMPLES}/"):
         if uri.startswith(prefix):
             return uri[len(prefix):]
@@ -97,7 +84,7 @@ TABLE_NAMES = [t.name for t in TABLES.values() if t.name != "runs"]
 
 @pytest.mark.parametrize("table", TABLE_NAMES)
 def test_a_night_on_s3_gives_the_tables_of_the_same_night_on_disk(night, reading, table):
-    on_s3, on_disk = canonical(LAKE, table), canonical(night, table)
+    on_s3, on_disk = lake_rows(LAKE, table, _relative), lake_rows(night, table, _relative)
     assert on_s3 == on_disk
     if table in ("frames", "captures", "connections"):
         assert on_s3  # (the night has rows in these: the comparison compared something)
@@ -105,9 +92,9 @@ def test_a_night_on_s3_gives_the_tables_of_the_same_night_on_disk(night, reading
 
 def test_a_rerun_on_s3_replaces_its_rows(server, night, reading):
     s3, env, endpoint, logs, _ = server
-    before = {name: canonical(LAKE, name) for name in ("frames", "deliveries", "captures")}
+    before = {name: lake_rows(LAKE, name, _relative) for name in ("frames", "deliveries", "captures")}
     logs.append(amqpcap("run", "--input", "s3://caps/night/", "--lake", LAKE, *endpoint, env=env))
-    assert {name: canonical(LAKE, name) for name in before} == before
+    assert {name: lake_rows(LAKE, name, _relative) for name in before} == before
 
 
 def test_two_concurrent_runs_on_s3_leave_one_copy(server, night, reading):
@@ -121,7 +108,7 @@ def test_two_concurrent_runs_on_s3_leave_one_copy(server, night, reading):
         logs.append(subprocess.CompletedProcess(command, process.returncode, out, err))
         assert process.returncode == 0, err[-3000:]
     for name in ("frames", "deliveries", "publishes", "connections"):
-        assert canonical(lake, name) == canonical(night, name), name
+        assert lake_rows(lake, name, _relative) == lake_rows(night, name, _relative), name
 
 
 def test_a_run_killed_while_committing_on_s3_is_repaired(server, night, reading):
@@ -137,7 +124,7 @@ def test_a_run_killed_while_committing_on_s3_is_repaired(server, night, reading)
     assert "rolled forward" in repaired.stdout + repaired.stderr
     assert runlog.pending_runs(lake) == []
     for name in ("frames", "deliveries", "captures"):
-        assert canonical(lake, name) == canonical(night, name), name
+        assert lake_rows(lake, name, _relative) == lake_rows(night, name, _relative), name
 
 
 def test_the_report_the_helpers_analyze_and_maintain_take_s3(server, night, reading, tmp_path):
@@ -150,9 +137,9 @@ def test_the_report_the_helpers_analyze_and_maintain_take_s3(server, night, read
     assert frames > 100
     assert duckdb_views(LAKE).sql("SELECT count(*) FROM frames").fetchall() == [(frames,)]
     assert polars_frames(LAKE)["frames"].collect().height == frames
-    deliveries = canonical(LAKE, "deliveries")
+    deliveries = lake_rows(LAKE, "deliveries", _relative)
     logs.append(amqpcap("analyze", "--lake", LAKE, *endpoint, env=env))
-    assert canonical(LAKE, "deliveries") == deliveries
+    assert lake_rows(LAKE, "deliveries", _relative) == deliveries
     logs.append(amqpcap("maintain", "--lake", LAKE, *endpoint, env=env))
     assert arrow(LAKE, "frames").num_rows == frames
 

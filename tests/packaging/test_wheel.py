@@ -4,7 +4,6 @@ spark-submit with the installed interpreter, as the README tells a cluster user 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import zipfile
 import pytest
 
 from amqpcap.tables.registry import TABLES
+from tests.helpers.lakes import lake_rows
 from tests.helpers.samples import ROOT
 
 pytestmark = pytest.mark.slow
@@ -77,11 +77,4 @@ def test_the_nightly_job_through_spark_submit(installed):
        "--lake", here, cwd=ROOT)
     for table in TABLES:
         if table != "runs":
-            assert canonical(lake, table) == canonical(here, table), table
-
-
-def canonical(lake, table: str) -> list[str]:
-    from amqpcap.lake import arrow
-    rows = arrow(str(lake), table).to_pylist()
-    return sorted(json.dumps({k: v for k, v in row.items() if k != "run_id"}, default=str, sort_keys=True)
-                  for row in rows)
+            assert lake_rows(lake, table) == lake_rows(here, table), table
