@@ -57,9 +57,11 @@ def list_inputs(inputs: list[str]) -> list[InputFile]:
 
 
 def expand_inputs(inputs: list[str]) -> list[str]:
-    """Local paths, in the order given: files as named, directories to the capture files inside
+    """Paths and URIs, in the order given: files as named, directories to the capture files inside
     (recursively, sorted), globs to the files they match (sorted). `amqpcap decode`'s listing."""
-    return [path for item in inputs for path in _expand_local(item)]
+    return [path for item in inputs
+            for path in (_expand_local(item) if local_path(item) is not None or item == "-"
+                         else [entry.uri for entry in _list_uri(item)])]
 
 
 def _expand_local(item: str) -> list[str]:

@@ -181,6 +181,9 @@ def open_stream(path: str, source=None):
     if path == "-":
         return sys.stdin.buffer, False
     try:
+        if "://" in path:  # object storage (amqpcap.capture.inputs opens any filesystem pyarrow does)
+            from amqpcap.capture.inputs import open_input
+            return open_input(path), True
         return open(path, "rb"), True
     except FileNotFoundError:
         raise CaptureError(path, "no such file") from None
