@@ -48,9 +48,11 @@ def build_session(settings: Settings, master: str | None = None, verbose: bool =
         builder = builder.config(f"spark.executorEnv.{name}", value)
     if not _submitted():  # workers import an installed PySpark compiled, not from its zip
         builder = builder.config("spark.python.daemon.module", "amqpcap.job.spark_daemon")
-    if not _submitted() and settings.lake.engine == "delta-spark":
-        builder = with_delta(builder)
-    for key, value in settings.spark.conf.items():
+    ours = {}
+    if not _submitted():  # (spark-submit's JVM has its classpath already: --jars, --packages)
+        ours.update(lake_jars())
+    ours.update(s3a_conf(settings.storage.s3_endpoint or os.environ.get("AWS_ENDPOINT_URL", "")))
+    for key, value in merge_conf(ours, settings.spark.conf).items():
         builder = builder.config(key, value)
     fresh = not _submitted() and SparkSession.getActiveSession() is None
     context = _start_quiet_jvm(builder) if fresh and not verbose else None
@@ -168,17 +170,43 @@ def _conf(builder):
     return conf
 
 
-def with_delta(builder):
-    """The builder with the Delta jars fetched at set-up (amqpcap.job.jars), its SQL extension and
-    catalog: `spark.read.format("delta")`, ``delta.`path` `` tables, DESCRIBE HISTORY, VERSION AS OF.
-    Without the jars, the builder as it was (the delta-spark engine then says what is missing)."""
+def lake_jars() -> dict[str, str]:
+    """Spark conf loading the jars fetched at set-up (amqpcap.job.jars), when they were: Delta with
+    its SQL extension and catalog (`spark.read.format("delta")`, ``delta.`path` `` tables, DESCRIBE
+    HISTORY, VERSION AS OF), and S3A (`s3a://`). Without them, nothing (delta-rs needs none of it;
+    the delta-spark engine then says what is missing)."""
     from amqpcap.job.jars import installed
     jars = installed()
     if not jars:
-        return builder
-    return (builder.config("spark.jars", ",".join(jars))
-            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
+        return {}
+    return {"spark.jars": ",".join(jars),
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+
+
+LIST_CONF = ("spark.jars", "spark.sql.extensions")  # comma-separated: theirs and ours both count
+
+
+def merge_conf(ours: dict[str, str], theirs: dict[str, str]) -> dict[str, str]:
+    """The user's Spark conf over ours; for a list (jars, SQL extensions), theirs then ours."""
+    merged = {**ours, **theirs}
+    for key in LIST_CONF:
+        if ours.get(key) and theirs.get(key):
+            items = [i.strip() for i in f"{theirs[key]},{ours[key]}".split(",") if i.strip()]
+            merged[key] = ",".join(dict.fromkeys(items))
+    return merged
+
+
+def s3a_conf(endpoint: str) -> dict[str, str]:
+    """Hadoop's S3A connector pointed at an S3-compatible store (storage.s3_endpoint, or
+    AWS_ENDPOINT_URL): path-style requests, TLS as the URL says. Credentials are the AWS chain's
+    (S3A's default providers read the same environment and profiles), never Spark conf."""
+    if not endpoint:
+        return {}
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return {"spark.hadoop.fs.s3a.endpoint": endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https://")).lower(),
+            "spark.hadoop.fs.s3a.endpoint.region": region}
 
 
 def _submitted() -> bool:

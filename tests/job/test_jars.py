@@ -21,5 +21,17 @@ def test_jars_fetched_for_another_delta_spark_are_not_used(tmp_path, monkeypatch
     (tmp_path / jars.MARKER).write_text("io.delta:delta-spark_4.2_2.13:4.3.0\n")
     assert jars.installed() == []  # fetched for another version
     (tmp_path / jars.MARKER).write_text(jars.delta_coordinate() + "\n")
+    assert jars.installed() == []  # without hadoop-aws: fetched by an older amqpcap
+    (tmp_path / jars.MARKER).write_text("\n".join([*jars.wanted(), "software.amazon.awssdk:s3:2.35.4"]) + "\n")
     assert jars.installed() == [str(tmp_path / "io.delta_delta-spark_4.2_2.13-4.3.0.jar")]
     assert jars.delta_coordinate().startswith("io.delta:delta-spark_4.2_2.13:")
+    assert jars.hadoop_aws_coordinate() == "org.apache.hadoop:hadoop-aws:3.5.0"  # Spark 4.2's Hadoop
+
+
+def test_the_fetched_jars_hold_delta_and_s3a_without_the_sdk_bundle():
+    """(What make setup fetched here.)"""
+    names = [j.rsplit("/", 1)[1] for j in jars.installed()]
+    assert any(n.startswith("io.delta_delta-spark_4.2_2.13-") for n in names)
+    assert "org.apache.hadoop_hadoop-aws-3.5.0.jar" in names
+    assert any(n.startswith("software.amazon.awssdk_s3-2.") for n in names)
+    assert not any(n.startswith("software.amazon.awssdk_bundle") for n in names)

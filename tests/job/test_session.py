@@ -205,3 +205,41 @@ def test_the_command_sets_one_blas_thread_before_anything_imports_numpy():
             "main(['config']); print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stderr.split()[-2:] == ["1", "False"]
+
+
+def test_the_users_spark_conf_wins_and_lists_keep_both():
+    from amqpcap.job.session import merge_conf
+    ours = {"spark.jars": "/env/delta.jar,/env/aws.jar", "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "delta"}
+    theirs = {"spark.jars": "/opt/theirs.jar", "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+              "spark.sql.catalog.spark_catalog": "theirs"}
+    merged = merge_conf(ours, theirs)
+    assert merged["spark.jars"] == "/opt/theirs.jar,/env/delta.jar,/env/aws.jar"
+    assert merged["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"  # once
+    assert merged["spark.sql.catalog.spark_catalog"] == "theirs"
+    assert merge_conf({}, theirs) == theirs and merge_conf(ours, {}) == ours
+
+
+def test_s3a_points_at_the_configured_store_without_credentials(monkeypatch):
+    from amqpcap.job.session import s3a_conf
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-copy-me")
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-3")
+    conf = s3a_conf("http://storage:9000")
+    assert conf == {"spark.hadoop.fs.s3a.endpoint": "http://storage:9000",
+                    "spark.hadoop.fs.s3a.path.style.access": "true",
+                    "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+                    "spark.hadoop.fs.s3a.endpoint.region": "eu-west-3"}
+    assert s3a_conf("https://s3.example")["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "true"
+    assert s3a_conf("") == {}  # AWS itself: S3A's own defaults
+    assert "do-not-copy-me" not in repr(conf)
+
+
+def test_the_embedded_session_loads_delta_and_s3a_by_default(spark):
+    from amqpcap.job.jars import installed
+    from amqpcap.lake.spark_read import delta_spark_loaded
+    if not installed():
+        pytest.skip("the jars were not fetched (python -m amqpcap.job.jars)")
+    assert delta_spark_loaded(spark)
+    loader = spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    spark.sparkContext._jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem", False, loader)
