@@ -142,9 +142,10 @@ class LakeSection(Section):
         "Where the Delta tables live: a local path or any URI the Delta "
         "engine can write (s3://...). Tables are partitioned by the UTC date of the traffic.")] = "lake"
     engine: Annotated[Literal["auto", "delta-rs", "delta-spark"], about(
-        "\"delta-rs\" (embedded default: executors write Parquet, the driver commits with "
-        "deltalake), \"delta-spark\" (Delta jars on the classpath, e.g. a cluster or Databricks), or \"auto\" "
-        "(delta-spark when its classes load, else delta-rs).")] = "auto"
+        "\"delta-rs\" (executors write Parquet, the driver commits it with deltalake), \"delta-spark\" "
+        "(Spark writes the rows through Delta's own writer: a lake only Spark may write, e.g. Databricks; "
+        "needs the Delta jars), or \"auto\": delta-rs, the faster (it commits the files the executors "
+        "wrote, where delta-spark reads and writes every row again). Either reads the other's tables.")] = "auto"
 
 
 class StorageSection(Section):
@@ -198,7 +199,10 @@ class SparkSection(Section):
     conf: Annotated[dict[str, str], about(
         "Any Spark setting; these are merged over the job's own.")] = field(
         default_factory=lambda: {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false",
-                                 "spark.sql.session.timeZone": "UTC"})
+                                 "spark.sql.session.timeZone": "UTC",
+                                 # delta-spark replays a table's log in 50 tasks by default: most of
+                                 # a commit's time on the lake's small logs (README: Engines)
+                                 "spark.databricks.delta.snapshotPartitions": "2"})
 
 
 class Settings(Section):

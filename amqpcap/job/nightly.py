@@ -95,7 +95,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
     amqpcap.lake.runlog). `display`: a live view of the run (amqpcap.cli.console.JobDisplay), told of each
     phase. `commit=False` stops before the commit, with the manifest it would apply in
     `summary.manifest` (tests of the commit sequence)."""
-    from amqpcap.job.spark_sink import choose_sink
+    from amqpcap.job.spark_sink import appliers, choose_sink
     from amqpcap.job.stages.decode import remove_staging
     from amqpcap.job.stages.flows import flow_parts
     from amqpcap.lake import carryover
@@ -112,7 +112,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         if display is not None and following:
             display.phase(following, **info)
 
-    for interrupted, outcome in repair(lake):  # an earlier run killed while committing
+    for interrupted, outcome in repair(lake, appliers(spark)):  # an earlier run killed while committing
         log.warning("run %s had not finished committing: %s", interrupted, outcome)
     staging = staging_dir(spark, settings, lake, run_id)
     sink = choose_sink(settings.lake.engine, spark, lake, staging)

@@ -10,6 +10,12 @@ four steps, each durable before the next:
 3. its row in the `runs` table: from then on the run is complete;
 4. the manifest is deleted.
 
+The table commits are the engine's (`apply`): delta-rs adds the files the executors wrote into the
+table folders (`apply_table`, here); delta-spark writes the rows of files staged elsewhere
+(`manifest["root"]`) through Spark (amqpcap.job.spark_sink). Either tags its commits with the run id
+(delta-rs: commit info `amqpcap_run_id`; Spark: its `userMetadata`, `amqpcap_run_id=<id>`), so
+everything below reads either engine's commits.
+
 Readers (`snapshot`, used by amqpcap.lake.spark_read and the amqpcap.lake helpers) read every table at its
 latest version unless some run is pending (a manifest without a runs row): then each table is read
 at the version just before that run's first commit to it, so a half-committed run is never seen.
@@ -46,19 +52,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from amqpcap.lake.paths import pending_dir, table_uri
+from amqpcap.lake.paths import absolute, pending_dir, table_uri
 from amqpcap.lake.tablefiles import TableFile, filesystem_of, rows_to_batch, stats
 from amqpcap.tables.registry import RUNS, TABLES, Table
 
 RUN_TAG = "amqpcap_run_id"
+ENGINE = "delta-rs"  # the engine of a manifest that names none (0.2.0's)
 ATTEMPTS = 20  # commits retried after a concurrent run's commit won
 
 
 # -- writing ---------------------------------------------------------------------------------------
 
-def commit_run(lake: str, manifest: dict) -> dict[str, int]:
+def commit_run(lake: str, manifest: dict, apply=None) -> dict[str, int]:
     """Steps 1-4 for a run described by `manifest` (see `manifest_of`); the versions committed.
-    Applying the same manifest again finishes what is left of it (a repair)."""
+    Applying the same manifest again finishes what is left of it (a repair). `apply`: the engine's
+    table commit, with `apply_table`'s arguments (default: delta-rs's, `apply_table`)."""
+    apply = apply or apply_table
+    staged = {"root": manifest["root"]} if manifest.get("root") else {}  # files outside the tables' folders
     filesystem, pending = filesystem_of(pending_dir(lake))
     path = f"{pending}/{manifest['run_id']}.json"
     filesystem.create_dir(pending, recursive=True)
@@ -67,13 +77,27 @@ def commit_run(lake: str, manifest: dict) -> dict[str, int]:
     step = 1
     _fault(step)
     versions: dict[str, int] = {}
-    for name in manifest["tables"]:
-        versions[name] = apply_table(lake, TABLES[name], [TableFile.of(f) for f in manifest["files"].get(name, [])],
-                                     None if manifest["replaced"] is None else set(manifest["replaced"]),
-                                     manifest["run_id"], manifest["created_ms"],
-                                     [tuple(p) for p in manifest.get("superseded", [])])
-        step += 1
-        _fault(step)
+
+    def one(name: str) -> None:
+        versions[name] = apply(lake, TABLES[name], [TableFile.of(f) for f in manifest["files"].get(name, [])],
+                               None if manifest["replaced"] is None else set(manifest["replaced"]),
+                               manifest["run_id"], manifest["created_ms"],
+                               [tuple(p) for p in manifest.get("superseded", [])], **staged)
+
+    # An engine whose commits wait on something else (Spark's jobs) makes several at once: any
+    # subset of a run's commits may land before a kill, and the run log is made for that.
+    width = getattr(apply, "concurrent_tables", 1)
+    if width > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(width, thread_name_prefix="commit") as pool:
+            for _ in pool.map(one, manifest["tables"]):
+                step += 1
+                _fault(step)
+    else:
+        for name in manifest["tables"]:
+            one(name)
+            step += 1
+            _fault(step)
     _append_run(lake, manifest, versions)
     _fault(step + 1)
     filesystem.delete_file(path)
@@ -83,8 +107,10 @@ def commit_run(lake: str, manifest: dict) -> dict[str, int]:
 
 def manifest_of(run_id: str, kind: str, files: list[TableFile], replaced: set[str] | None, tables: tuple[Table, ...],
                 captures: list[str] = (), summary: dict | None = None, started: float | None = None,
-                superseded: list[tuple[str, str]] = ()) -> dict:
-    return {"run_id": run_id, "kind": kind, "created_ms": int(time.time() * 1000),
+                superseded: list[tuple[str, str]] = (), engine: str = ENGINE, root: str | None = None) -> dict:
+    """`root`: where the files are (`<root>/<table>/<file's path>`) when not in the tables' own
+    folders (delta-spark's staging area)."""
+    return {"run_id": run_id, "kind": kind, "engine": engine, "root": root, "created_ms": int(time.time() * 1000),
             "started": started or time.time(), "tables": [t.name for t in tables],
             "files": {t.name: [msgspec.structs.asdict(f) for f in files if f.table == t.name] for t in tables},
             "replaced": None if replaced is None else sorted(replaced), "captures": sorted(captures),
@@ -165,11 +191,24 @@ def committed_version(uri: str, run_id: str, since_ms: int) -> int | None:
         return None
     table = DeltaTable(uri)
     for info in table.history(limit=64):
-        if info.get(RUN_TAG) == run_id:
+        if run_of(info) == run_id:
             return info["version"]
         if info.get("timestamp", 0) < since_ms - 60_000:  # older than the run: it did not commit here
             return None
     return None
+
+
+def run_of(info: dict) -> str | None:
+    """The run that made a commit (its history entry), whichever engine committed it."""
+    tagged = info.get(RUN_TAG)
+    if tagged is None and str(info.get("userMetadata") or "").startswith(RUN_TAG + "="):
+        tagged = info["userMetadata"][len(RUN_TAG) + 1:]
+    return tagged
+
+
+def run_tag(run_id: str) -> str:
+    """A Spark commit's `userMetadata` naming its run (`run_of` reads it back)."""
+    return f"{RUN_TAG}={run_id}"
 
 
 def _replaced_files(uri: str, table: Table, existing, replaced: set[str] | None,
@@ -328,7 +367,7 @@ def snapshot(lake: str) -> dict[str, int | None]:
         table = DeltaTable(uri)
         latest = table.version()
         if pending:
-            firsts = [info["version"] for info in table.history() if info.get(RUN_TAG) in pending]
+            firsts = [info["version"] for info in table.history() if run_of(info) in pending]
             if firsts:
                 latest = min(firsts) - 1
         versions[name] = latest if latest >= 0 else None
@@ -348,19 +387,36 @@ def table_files(lake: str, table: Table | str, version: int | None = None) -> li
 
 # -- repair ------------------------------------------------------------------------------------------
 
-def repair(lake: str) -> list[tuple[str, str]]:
-    """Roll every interrupted run forward (or back, when its files are gone); (run id, what was done)."""
+class EngineMissing(Exception):
+    """A pending run can only be rolled forward by an engine this process does not have."""
+
+
+def repair(lake: str, appliers: dict | None = None) -> list[tuple[str, str]]:
+    """Roll every interrupted run forward (or back, when its files are gone); (run id, what was
+    done). `appliers`: engine name -> its table commit, beyond delta-rs's (a run the delta-spark
+    engine began is finished by delta-spark: its files are staged, not in the tables' folders)."""
+    appliers = {ENGINE: apply_table, **(appliers or {})}
     done = []
     for manifest in pending_runs(lake):
+        root = manifest.get("root") or absolute(lake)
         missing = [f for name, files in manifest["files"].items() for f in files
-                   if not _exists(*filesystem_of(f"{table_uri(lake, name)}/{f['path']}"))]
+                   if not _exists(*filesystem_of(f"{root}/{name}/{f['path']}"))]
+        engine = manifest.get("engine") or ENGINE
         if missing:
             roll_back(lake, manifest)
             done.append((manifest["run_id"], "rolled back"))
+        elif engine not in appliers:
+            raise EngineMissing(f"run {manifest['run_id']} was committing with {engine}; finish it with that engine "
+                                f"(amqpcap repair with lake.engine = \"{engine}\")")
         else:
-            commit_run(lake, manifest)
+            commit_run(lake, manifest, appliers[engine])
             done.append((manifest["run_id"], "rolled forward"))
     return done
+
+
+def engines_pending(lake: str) -> set[str]:
+    """The engines of the runs waiting to be repaired."""
+    return {m.get("engine") or ENGINE for m in pending_runs(lake)}
 
 
 def roll_back(lake: str, manifest: dict) -> None:

@@ -5,7 +5,7 @@ is there to read it: Spark's own readers would need the store's Hadoop connector
 
 from __future__ import annotations
 
-from amqpcap.lake.paths import table_uri
+from amqpcap.lake.paths import hadoop_uri, table_uri
 from amqpcap.lake.tablefiles import TableFile
 from amqpcap.tables.registry import TABLES, Table
 
@@ -33,7 +33,7 @@ def read_table(spark, lake: str, table: Table | str, version: int | None = None)
     if version is None:
         return empty(spark, table)
     if delta_spark_loaded(spark):
-        return spark.read.format("delta").option("versionAsOf", version).load(uri).select(*table.names)
+        return spark.read.format("delta").option("versionAsOf", version).load(hadoop_uri(uri)).select(*table.names)
     files = table_files(lake, table, version)
     if not files:
         return empty(spark, table)
@@ -74,7 +74,7 @@ def _read_files(batches, table: str):
 
 def read_files(spark, root: str, table: Table, files: list[TableFile]):
     """The rows of some of a table's files (this run's, before they are committed)."""
-    folder = f"{root}/{table.name}"
+    folder = hadoop_uri(f"{root}/{table.name}")
     paths = [f"{folder}/{f.path}" for f in files if f.table == table.name]
     if not paths:
         return empty(spark, table)

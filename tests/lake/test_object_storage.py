@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from amqpcap.job.jars import installed
 from amqpcap.tables.registry import TABLES
 from tests.helpers import s3 as store
 from tests.helpers.lakes import lake_rows
@@ -142,6 +143,33 @@ def test_the_report_the_helpers_analyze_and_maintain_take_s3(server, night, read
     assert lake_rows(LAKE, "deliveries", _relative) == deliveries
     logs.append(amqpcap("maintain", "--lake", LAKE, *endpoint, env=env))
     assert arrow(LAKE, "frames").num_rows == frames
+
+
+def test_decode_reads_captures_on_s3(server):
+    s3, env, endpoint, logs, _ = server
+    remote = amqpcap("decode", "--jsonl", "s3://caps/night/", *endpoint, env=env)
+    listed = sorted(NIGHT, key=lambda p: str(p.relative_to(SAMPLES)))  # as the store lists them
+    local = amqpcap("decode", "--jsonl", *map(str, listed), env=env)
+    logs.append(remote)
+    assert remote.stdout.count("\n") > 500
+    assert remote.stdout.replace("s3://caps/night/", "") == local.stdout.replace(f"{SAMPLES}/", "")
+
+
+@pytest.mark.skipif(not installed(), reason="the Delta and S3A jars were not fetched (python -m amqpcap.job.jars)")
+def test_the_delta_spark_engine_writes_an_s3_lake_through_s3a(server, night, reading):
+    """delta-spark through Hadoop's S3A connector (hadoop-aws, fetched at set-up): the lake given
+    as s3a://, the same rows; the run log and the readers reach it as s3://."""
+    s3, env, endpoint, logs, _ = server
+    lake = "s3a://other/spark"
+    logs.append(amqpcap("run", "--input", "s3://caps/night/", "--lake", lake, *endpoint,
+                        "--set", 'lake.engine="delta-spark"', env=env))
+    assert "tables (delta-spark)" in logs[-1].stdout + logs[-1].stderr
+    for name in ("frames", "deliveries", "publishes", "connections", "captures", "message_flows"):
+        assert lake_rows(lake, name, _relative) == lake_rows(night, name, _relative), name
+    history = s3.get_object(Bucket="other", Key="spark/frames/_delta_log/00000000000000000000.json")["Body"].read()
+    assert b'"engineInfo":"Apache-Spark' in history  # Spark's own commit, not delta-rs's
+    logs.append(amqpcap("maintain", "--lake", lake, *endpoint, "--set", 'lake.engine="delta-spark"', env=env))
+    assert lake_rows(lake, "frames", _relative) == lake_rows(night, "frames", _relative)
 
 
 def test_no_credential_reaches_the_lake_or_the_logs(server, night):

@@ -190,3 +190,11 @@ def test_a_commit_that_loses_the_race_to_create_a_table_is_retried(tmp_path, mon
 def time_ms() -> int:
     import time
     return int(time.time() * 1000)
+
+
+def test_s3_has_one_spelling_in_the_lake_and_hadoops_for_spark():
+    from amqpcap.lake.paths import absolute, hadoop_uri
+    assert absolute("s3a://bucket/lake") == absolute("s3n://bucket/lake") == "s3://bucket/lake"
+    assert table_uri("s3a://bucket/lake/", "frames") == "s3://bucket/lake/frames"
+    assert hadoop_uri("s3://bucket/lake/frames") == "s3a://bucket/lake/frames"
+    assert hadoop_uri("/data/lake/frames") == "/data/lake/frames" and hadoop_uri("gs://b/l") == "gs://b/l"
