@@ -5,7 +5,6 @@ spark-submit with the installed interpreter, as the README tells a cluster user 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import zipfile
 
@@ -14,27 +13,19 @@ import pytest
 from amqpcap.tables.registry import TABLES
 from tests.helpers.lakes import lake_rows
 from tests.helpers.samples import ROOT
+from tests.helpers.wheel import built_wheel, installed_venv, sh
 
 pytestmark = pytest.mark.slow
 SAMPLES = ROOT / "data" / "samples"
 
 
-def sh(*argv, cwd, env=None, timeout=900):
-    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
-    assert result.returncode == 0, (argv, result.stdout[-2000:], result.stderr[-4000:])
-    return result
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """(venv python, wheel) with the project installed from its wheel, outside the checkout."""
-    base = tmp_path_factory.mktemp("wheel")
-    sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", base / "dist", ROOT, cwd=base)
-    (wheel,) = (base / "dist").glob("amqpcap-*.whl")
-    sh(sys.executable, "-m", "venv", base / "venv", cwd=base)
-    python = base / "venv" / "bin" / "python"
-    sh(python, "-m", "pip", "install", "--quiet", wheel, cwd=base)
-    return python, wheel, base
+    """(venv python, wheel, a folder of this module's own outside the checkout) with the project
+    installed from its wheel into a virtualenv outside the checkout (both made once per session,
+    tests.helpers.wheel: the standalone cluster's test ships the same ones)."""
+    venv = installed_venv(tmp_path_factory)
+    return venv / "bin" / "python", built_wheel(tmp_path_factory), tmp_path_factory.mktemp("wheel")
 
 
 def test_the_wheel_holds_every_package_and_the_specs(installed):
@@ -50,7 +41,7 @@ def test_the_wheel_holds_every_package_and_the_specs(installed):
 
 def test_installed_commands_run_outside_the_checkout(installed):
     python, _, base = installed
-    amqpcap = base / "venv" / "bin" / "amqpcap"
+    amqpcap = python.parent / "amqpcap"
     where = sh(python, "-c", "import amqpcap.submit as s; print(s.__file__)", cwd=base).stdout.strip()
     assert str(ROOT) not in where and "site-packages" in where
     version = sh(amqpcap, "--version", cwd=base).stdout
@@ -62,7 +53,7 @@ def test_installed_commands_run_outside_the_checkout(installed):
 
 def test_the_nightly_job_through_spark_submit(installed):
     python, _, base = installed
-    bindir = base / "venv" / "bin"
+    bindir = python.parent
     env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
     job = sh(python, "-c", "import amqpcap.submit as s; print(s.__file__)", cwd=base).stdout.strip()
     lake = base / "lake"
