@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/job_bench.py [--sizes 0.5,1,2,4] [--big 10] [--keep DIR] [--json FILE] [--repeat N]
     .venv/bin/python bench/job_bench.py --report FILE...      # the table of earlier runs, merged
+    .venv/bin/python bench/job_bench.py --sizes 2 --layouts rotated \
+        --engines delta-rs,delta-spark --stores local,s3 --masters local[2],standalone   # where users run it
 
 For each size (GB; --big adds one more, e.g. 10), bench/synth.py builds a capture of one sensor
 rotated into --files files (tcpdump -C style, connections spanning files); the same traffic as one
@@ -22,6 +24,13 @@ table and a scaling check: the job's seconds per GB at each size against the 2 G
 within 15%?), on the wall time and on the phases alone (without the fixed start-up); and a line
 fitted over all sizes (seconds = fixed + rate x GB), with each size's distance from it.
 
+Where it runs (each combination is a row, against the same tshark measurement): --engines
+(lake.engine: delta-rs, delta-spark), --stores (local: captures and lake on disk; s3: both on an
+S3 server on loopback, moto's, the captures uploaded once: its speed, a Python server's, is part of
+what is measured) and --masters (any Spark master; "standalone" starts a master and two one-core
+workers on loopback, as tests/helpers/cluster.py does; their executors' memory and CPU are not in
+the job's columns, which sample the job's own process tree).
+
 Before each measurement the input files are read once (`warm`), so that the job and tshark start from
 the same page cache: on a VM that gives the cache back within a minute (this one does), whichever
 ran second would otherwise find the other's reads cached.
@@ -38,6 +47,7 @@ layouts (2x the size) plus the job's staging (about the size) and lake.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -137,14 +147,14 @@ def _kind(pid: int) -> str:
     return "other"
 
 
-def run_job(command: list[str]) -> dict:
+def run_job(command: list[str], env: dict | None = None) -> dict:
     """Run the job, sampling memory; -> wall, peaks per role, the time its run line appeared,
     exit code and output."""
     peaks = {"driver": 0, "jvm": 0, "worker": 0}
     cpu: dict[int, float] = {}  # pid -> CPU seconds, last sample
     machine = machine_cpu()
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     stop = threading.Event()
     lines: list[bytes] = []
     run_line: list[float] = []
@@ -187,13 +197,16 @@ def failure_lines(output: str, keep: int = 25) -> str:
     return "\n".join((picked or output.splitlines())[-keep:])
 
 
-def measure_job(amqpcap: str, inputs: Path, master: str, work: Path) -> dict:
+def measure_job(amqpcap: str, inputs, master: str, work: Path, engine: str = "delta-rs", store=None) -> dict:
+    """One run; `store` (an S3 server: `ObjectStore`) holds the inputs and the lake when given."""
     lake = Path(tempfile.mkdtemp(prefix="lake-", dir=work))
     summary_file = work / "summary.json"
     summary_file.unlink(missing_ok=True)
+    where = str(lake) if store is None else store.fresh_lake()
+    options = ["--set", f'lake.engine="{engine}"'] + ([] if store is None else store.options())
     try:
-        job = run_job([amqpcap, "run", "--input", str(inputs), "--lake", str(lake), "--master", master,
-                       "--summary-json", str(summary_file)])
+        job = run_job([amqpcap, "run", "--input", str(inputs), "--lake", where, "--master", master,
+                       "--summary-json", str(summary_file), *options], env=None if store is None else store.env)
         result = {key: job[key] for key in ("wall", "peaks", "code", "cpu", "others")}
         if job["code"] or not summary_file.exists():
             result["error"] = failure_lines(job["output"])
@@ -208,6 +221,42 @@ def measure_job(amqpcap: str, inputs: Path, master: str, work: Path) -> dict:
     finally:
         shutil.rmtree(lake, ignore_errors=True)
         summary_file.unlink(missing_ok=True)
+        if store is not None:
+            store.drop(where)
+
+
+class ObjectStore:
+    """moto's S3 server on loopback (tests/helpers/s3.py), a bucket for the captures, one for lakes."""
+
+    def __init__(self, stack) -> None:
+        sys.path.insert(0, str(HERE.parent))
+        from tests.helpers import s3
+        self.endpoint = stack.enter_context(s3.moto_server())
+        self.client = s3.client(self.endpoint)
+        for bucket in ("caps", "lakes"):
+            self.client.create_bucket(Bucket=bucket)
+        self.env = s3.environment()
+        self.uploaded: dict[str, str] = {}
+
+    def inputs(self, key: str, files: list[Path]) -> str:
+        if key not in self.uploaded:
+            for path in files:
+                self.client.upload_file(str(path), "caps", f"{key}/{path.name}")
+            self.uploaded[key] = f"s3://caps/{key}/" if len(files) > 1 else f"s3://caps/{key}/{files[0].name}"
+        return self.uploaded[key]
+
+    def options(self) -> list[str]:
+        return ["--set", f'storage.s3_endpoint="{self.endpoint}"']
+
+    def fresh_lake(self) -> str:
+        return f"s3://lakes/{os.urandom(6).hex()}"
+
+    def drop(self, lake: str) -> None:
+        prefix = lake.removeprefix("s3://lakes/") + "/"
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket="lakes", Prefix=prefix):
+            keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+            if keys:
+                self.client.delete_objects(Bucket="lakes", Delete={"Objects": keys})
 
 
 def warm(files: list[Path]) -> bool:
@@ -302,21 +351,27 @@ def bench_size(gigabytes: float, args, amqpcap: str, tshark: str, root: Path) ->
                "single": (folder / "single.pcap", [folder / "single.pcap"])}
     for layout in args.layouts:
         inputs, files = layouts[layout]
-        pairs = []
-        for _ in range(args.repeat):  # alternately, so that both see the machine's slow and fast spells
-            job = quietest(lambda: warm(files) and measure_job(amqpcap, inputs, args.master, folder), args,
-                           "amqpcap run")
-            theirs = quietest(lambda: warm(files) and measure_tshark(tshark, files), args, "tshark")
-            pairs.append((job, theirs))
-            if "error" in job:
-                break
-        job = min((j for j, _ in pairs), key=lambda j: ("error" not in j, j["wall"]))  # a failure is kept
-        theirs = min((t for _, t in pairs), key=lambda t: t["seconds"])
-        row = {"gigabytes": gigabytes, "layout": f"{len(files)} files" if len(files) > 1 else "1 file",
-               "megabytes": megabytes, "packets": manifest["packets"], "job": job, "tshark": theirs,
-               "pairs": [[j["wall"], t["seconds"]] for j, t in pairs]}
-        results.append(row)
-        print(describe(row), flush=True)
+        for engine, place, master in args.variants:
+            store = args.stores_open.get(place)
+            where = inputs if store is None else store.inputs(f"{gigabytes:g}GB-{layout}", files)
+            label = f"{len(files)} files" if len(files) > 1 else "1 file"
+            if len(args.variants) > 1:
+                label += f" · {engine} · {place} · {master.split('//')[0].rstrip(':') if '//' in master else master}"
+            pairs = []
+            for _ in range(args.repeat):  # alternately, so that both see the machine's slow and fast spells
+                job = quietest(lambda: warm(files) and measure_job(amqpcap, where, args.masters_open[master], folder,
+                                                                    engine, store), args, "amqpcap run")
+                theirs = quietest(lambda: warm(files) and measure_tshark(tshark, files), args, "tshark")
+                pairs.append((job, theirs))
+                if "error" in job:
+                    break
+            job = min((j for j, _ in pairs), key=lambda j: ("error" not in j, j["wall"]))  # a failure is kept
+            theirs = min((t for _, t in pairs), key=lambda t: t["seconds"])
+            row = {"gigabytes": gigabytes, "layout": label, "engine": engine, "store": place, "master": master,
+                   "megabytes": megabytes, "packets": manifest["packets"], "job": job, "tshark": theirs,
+                   "pairs": [[j["wall"], t["seconds"]] for j, t in pairs]}
+            results.append(row)
+            print(describe(row), flush=True)
     if not args.keep:
         shutil.rmtree(folder)
     return results
@@ -416,6 +471,15 @@ def affine(rows: list[dict], measures: dict, tolerance: float) -> str:
     return "\n".join(lines)
 
 
+def standalone_master(stack, root: Path) -> str:
+    """A standalone cluster on loopback for the run: a master and two one-core workers."""
+    sys.path.insert(0, str(HERE.parent))
+    from tests.helpers import s3
+    from tests.helpers.cluster import standalone_cluster
+    # the workers' nodes hold the store's credentials, as an instance role would give them
+    return stack.enter_context(standalone_cluster(root / "cluster", worker_env=s3.credentials())).master
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="0.5,1,2,4", help="capture sizes in GB, comma-separated")
@@ -423,7 +487,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=16, help="files of the rotated layout")
     parser.add_argument("--layouts", default="rotated,single", help="rotated, single or both")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default="local[2]", help="(one master; --masters for several)")
+    parser.add_argument("--masters", help="Spark masters, comma-separated; \"standalone\": a cluster on loopback")
+    parser.add_argument("--engines", default="delta-rs", help="lake.engine values, comma-separated")
+    parser.add_argument("--stores", default="local", help="local, s3 or both")
     parser.add_argument("--keep", type=Path, help="folder to keep (and reuse) the captures in")
     parser.add_argument("--json", type=Path, help="also write every measurement to this file")
     parser.add_argument("--repeat", type=int, default=1,
@@ -454,14 +521,20 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python "
           f"{platform.python_version()}, Spark master {args.master}; {version}")
     rows: list[dict] = []
-    try:
-        for size in sizes:
-            rows += bench_size(size, args, amqpcap, tshark, root)
-            if args.json:
-                args.json.write_text(json.dumps(rows, indent=2))
-    finally:
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+    masters = [m.strip() for m in (args.masters or args.master).split(",") if m.strip()]
+    args.variants = [(e.strip(), p.strip(), m) for e in args.engines.split(",") for p in args.stores.split(",")
+                     for m in masters]
+    with contextlib.ExitStack() as stack:
+        args.stores_open = {"s3": ObjectStore(stack)} if any(p == "s3" for _, p, _ in args.variants) else {}
+        args.masters_open = {m: standalone_master(stack, root) if m == "standalone" else m for m in masters}
+        try:
+            for size in sizes:
+                rows += bench_size(size, args, amqpcap, tshark, root)
+                if args.json:
+                    args.json.write_text(json.dumps(rows, indent=2))
+        finally:
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
     print("\n" + table(rows) + "\n\n" + scaling(rows))
     return 1 if any("error" in r["job"] for r in rows) else 0
 
