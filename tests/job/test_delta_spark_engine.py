@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.slow,
 
 NIGHT = [str(SAMPLES / name) for name in ("heartbeats.pcap", "confirms.pcap", "concurrent.pcap",
                                           "returns_nack_reject.pcap", "channel_errors.pcap")]
-SPARK = ("--set", 'lake.engine="delta-spark"')
+# (eight buckets: several files per table and date, for maintain to compact)
+SPARK = ("--set", 'lake.engine="delta-spark"', "--set", "job.buckets=8")
 CHECKED = [name for name in TABLES if name != "runs"]
 
 
@@ -43,21 +44,28 @@ def reference(tmp_path_factory):
     return {name: lake_rows(lake, name) for name in CHECKED}
 
 
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    """The night through delta-spark; every test below runs it again (reruns, a killed one, two at
+    once), each leaving the rows of one run."""
+    lake = str(tmp_path_factory.mktemp("delta-spark") / "lake")
+    first = amqpcap("run", "--input", *NIGHT, "--lake", lake, *SPARK)
+    assert "tables (delta-spark)" in first.stdout + first.stderr
+    return lake
+
+
 def runs(lake: str) -> list[str]:
     from amqpcap.lake import arrow
     return arrow(lake, "runs").column("run_id").to_pylist()
 
 
-def test_every_table_and_a_rerun_replaces_its_rows(reference, tmp_path):
-    lake = str(tmp_path / "lake")
-    first = amqpcap("run", "--input", *NIGHT, "--lake", lake, *SPARK)
-    assert "tables (delta-spark)" in first.stdout + first.stderr
+def same_as(lake: str, reference: dict) -> None:
     for name in CHECKED:
         assert lake_rows(lake, name) == reference[name], name
-    amqpcap("run", "--input", *NIGHT, "--lake", lake, *SPARK)
-    for name in CHECKED:
-        assert lake_rows(lake, name) == reference[name], name  # replaced, not doubled
-    assert len(runs(lake)) == 2
+
+
+def test_every_table_holds_the_rows_delta_rs_writes(lake, reference):
+    same_as(lake, reference)
     from deltalake import DeltaTable
 
     from amqpcap.lake.runlog import run_of
@@ -65,50 +73,50 @@ def test_every_table_and_a_rerun_replaces_its_rows(reference, tmp_path):
     assert set(runs(lake)) <= tagged  # each commit names its run (Spark's userMetadata)
 
 
-def test_a_run_killed_between_commits_is_invisible_then_rolled_forward(reference, tmp_path):
-    from amqpcap.lake import arrow, runlog
-    lake = str(tmp_path / "lake")
-    amqpcap("run", "--input", str(SAMPLES / "heartbeats.pcap"), "--lake", lake, *SPARK)
-    before = arrow(lake, "frames").num_rows
+def test_a_rerun_replaces_its_rows(lake, reference):
+    before = len(runs(lake))
+    amqpcap("run", "--input", *NIGHT, "--lake", lake, *SPARK)
+    same_as(lake, reference)  # replaced, not doubled
+    assert len(runs(lake)) == before + 1
+
+
+def test_a_run_killed_between_commits_is_invisible_then_rolled_forward(lake, reference):
+    from amqpcap.lake import runlog
+    from amqpcap.lake.runlog import snapshot
+    seen = snapshot(lake)
     killed = amqpcap("run", "--input", *NIGHT, "--lake", lake, *SPARK, check=False, AMQPCAP_FAULT="commit:3")
     assert killed.returncode == -9  # SIGKILL after two tables' commits
     (pending,) = runlog.pending_runs(lake)
     assert pending["engine"] == "delta-spark" and pending["root"]
-    assert arrow(lake, "frames").num_rows == before  # its commits are not seen
+    assert snapshot(lake) == seen  # its commits are not seen
     repaired = amqpcap("repair", "--lake", lake, *SPARK)
     assert f"run {pending['run_id']}: rolled forward" in repaired.stdout
-    assert runlog.pending_runs(lake) == []
-    for name in CHECKED:
-        assert lake_rows(lake, name) == reference[name], name
+    assert runlog.pending_runs(lake) == [] and pending["run_id"] in runs(lake)
+    same_as(lake, reference)
 
 
-def test_two_concurrent_runs_leave_one_copy(reference, tmp_path):
-    lake = str(tmp_path / "lake")
+def test_two_concurrent_runs_leave_one_copy(lake, reference):
+    before = len(runs(lake))
     command = [sys.executable, "-m", "amqpcap", "run", "--input", *NIGHT, "--lake", lake, *SPARK]
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
                  for _ in range(2)]
     for process in processes:
         _, err = process.communicate(timeout=900)
         assert process.returncode == 0, err[-3000:]
-    for name in CHECKED:
-        assert lake_rows(lake, name) == reference[name], name
-    assert len(runs(lake)) == 2
+    same_as(lake, reference)
+    assert len(runs(lake)) == before + 2
 
 
-def test_maintain_optimizes_and_vacuums_with_spark(tmp_path):
+def test_maintain_optimizes_and_vacuums_with_spark(lake, reference):
     from deltalake import DeltaTable
-    lake = str(tmp_path / "lake")
-    amqpcap("run", "--input", *NIGHT, "--lake", lake, *SPARK, "--set", "job.buckets=8")  # small files to compact
     files = len(DeltaTable(f"{lake}/frames").file_uris())
-    before = {name: lake_rows(lake, name) for name in CHECKED}
     maintained = amqpcap("maintain", "--lake", lake, *SPARK, "--set", "maintain.retention_hours=0")
     line = next(line for line in maintained.stdout.splitlines() if line.startswith("table=frames "))
     assert f"files={files}" in line and "compacted=" in line and "compacted=0 -> 0" not in line, line
     assert len(DeltaTable(f"{lake}/frames").file_uris()) < files
     history = DeltaTable(f"{lake}/frames").history()
     assert {"OPTIMIZE", "VACUUM END"} <= {info.get("operation") for info in history}  # Spark's own
-    for name in CHECKED:
-        assert lake_rows(lake, name) == before[name], name
+    same_as(lake, reference)
 
 
 def test_a_connection_carried_across_nights(tmp_path):
