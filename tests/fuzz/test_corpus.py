@@ -253,3 +253,23 @@ def test_corpus_files_are_tiny():
     for path in FILES:
         assert path.stat().st_size <= 4096, path.name
     assert struct.calcsize("<I") == 4
+
+
+def test_f15_a_range_that_meets_an_interface_block_knows_the_ones_before_its_start():
+    """F15, fixed: in a concatenated pcapng whose second section describes an interface, packets,
+    then another interface, a range starting between the two numbered the one it read from 0, so
+    its packets got the later interface's link type (the atheris reader harness found it). A range
+    that reads an interface block now first learns those described before its start."""
+    from tests.fuzz.corpus.build import epb, ether_frames, idb, shb
+    frames = ether_frames(4)
+    data = (shb() + idb(113) + epb(0, 10**6, frames[0]) + shb() + idb(1) + epb(0, 2 * 10**6, frames[1])
+            + epb(0, 3 * 10**6, frames[2]) + idb(113) + epb(0, 4 * 10**6, frames[3]) + epb(1, 5 * 10**6, frames[3]))
+    records, _ = whole(data)
+    assert [r[1] for r in records] == [113, 1, 1, 1, 113]
+    for cut in range(1, len(data)):
+        merged, parts = CaptureInfo("corpus", len(data)), []
+        for start, end in ((0, cut), (cut, None)):
+            info = CaptureInfo("corpus", len(data))
+            parts += list(read_records("corpus", info, io.BytesIO(data), start=start, end=end))
+            merged.merge(info)
+        assert parts == records or "inconsistent-ranges" in [i.kind for i in merged.issues], cut

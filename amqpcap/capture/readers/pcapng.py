@@ -331,9 +331,13 @@ class PcapngReader:
             self.order, self.interfaces, self.used, self.in_range = order, [], set(), None
         elif block_type == IDB:
             interface = parse_interface(buf, p, length, order)
-            self.interfaces.append(interface)
             if self.in_range is not None:
+                # its number follows those of the section's interfaces described before the range
+                # start, which the range must know first (F15: packets read with the wrong
+                # interface's link type)
+                self._catch_up()
                 self.in_range.append(interface)
+            self.interfaces.append(interface)
             if interface.snaplen and (self.info.snaplen or 0) < interface.snaplen:
                 self.info.snaplen = interface.snaplen
         elif block_type in (EPB, PB, SPB):
@@ -436,8 +440,9 @@ class PcapngReader:
         if before.order != self.order:
             return False
         self.interfaces = before.interfaces + self.in_range
+        if not self.used:  # (packets already read used what the range knew at its start: that stays
+            self.info.start_header = before.state  # its start header, for CaptureInfo.merge to judge)
         self.used = set()
-        self.info.start_header = before.state
         return True
 
     def _stops_at(self, at: int) -> bool:
