@@ -49,7 +49,13 @@ class DecodeSection(Section):
         "Ports whose traffic is AMQP even when the connection's start was not captured. "
         "AMQP on any other port is still found by its protocol header.")] = (5672,)
     tls_ports: Annotated[tuple[Port, ...], about(
-        "Ports whose traffic is TLS: counted and reported as an issue, not decoded.")] = (5671,)
+        "Ports whose traffic is TLS (AMQPS): decrypted with the key logs of tls_keylogs, else its handshake "
+        "and records accounted, not decoded. TLS on any port of no known protocol is found by its "
+        "ClientHello.")] = (5671,)
+    tls_keylogs: Annotated[tuple[str, ...], about(
+        "Key logs (NSS SSLKEYLOGFILE format, as OpenSSL, Go, Node and Java agents write them) to decrypt "
+        "TLS with: files, directories (every file in them) or URIs. The job reads them once on the driver "
+        "and hands the keys to its tasks; no key is ever written to the lake, a log or a carried state.")] = ()
     default_version: Annotated[str, about(
         "Spec for connections whose protocol header was not captured: \"0-9-1\" or "
         "\"0-9\" (or a version given in specs).")] = "0-9-1"

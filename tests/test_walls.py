@@ -3,8 +3,10 @@ the top or inside a function, and the compiled build's cimports in .pxd files) i
 source, and none may close a circle between modules or cross a wall:
 
 - the protocol (spec, codec, field tables, redaction, errors) imports nothing else of ours;
-- capture (readers, packets, reassembly, stream numbering) does not import the connection decoding,
-  the tables, the rules or the one pass;
+- capture (readers, packets, reassembly, stream numbering) does not import the TLS layer, the
+  connection decoding, the tables, the rules or the one pass;
+- the TLS layer (between capture and connection) does not import the connection decoding or
+  anything above it;
 - connection decoding does not import the tables, the rules or the one pass;
 - the rules read rows (the tables wing), never the decoding below them;
 - only the job imports pyspark; the job never imports the command line; the lake never imports
@@ -31,6 +33,7 @@ PACKAGES = ("amqpcap",)
 WINGS = {
     "protocol": ("amqpcap.protocol",),
     "capture": ("amqpcap.capture",),
+    "tls": ("amqpcap.tls",),
     "connection": ("amqpcap.connection",),
     "columnar": ("amqpcap.columnar",),
     "tables": ("amqpcap.tables",),
@@ -44,15 +47,17 @@ WINGS = {
 }
 # wing -> the wings it may not import
 WALLS = {
-    "protocol": {"capture", "connection", "columnar", "tables", "rules", "one pass", "shared", "lake", "job", "cli",
-                 "views"},
-    "capture": {"connection", "tables", "rules", "one pass", "lake", "job", "cli", "views"},
+    "protocol": {"capture", "tls", "connection", "columnar", "tables", "rules", "one pass", "shared", "lake", "job",
+                 "cli", "views"},
+    "capture": {"tls", "connection", "tables", "rules", "one pass", "lake", "job", "cli", "views"},
+    "tls": {"connection", "columnar", "tables", "rules", "one pass", "shared", "lake", "job", "cli", "views"},
     "connection": {"tables", "rules", "one pass", "lake", "job", "cli", "views"},
-    "columnar": {"capture", "connection", "rules", "one pass", "lake", "job", "cli", "views"},
-    "tables": {"capture", "rules", "one pass", "lake", "job", "cli", "views"},  # (rows are made of records)
-    "rules": {"capture", "connection", "one pass", "lake", "job", "cli", "views"},
+    "columnar": {"capture", "tls", "connection", "rules", "one pass", "lake", "job", "cli", "views"},
+    "tables": {"capture", "tls", "rules", "one pass", "lake", "job", "cli", "views"},  # (rows are made of records)
+    "rules": {"capture", "tls", "connection", "one pass", "lake", "job", "cli", "views"},
     "one pass": {"lake", "job", "cli", "views"},
-    "shared": {"capture", "connection", "columnar", "tables", "rules", "one pass", "lake", "job", "cli", "views"},
+    "shared": {"capture", "tls", "connection", "columnar", "tables", "rules", "one pass", "lake", "job", "cli",
+               "views"},
     "lake": {"job", "cli", "views"},
     "job": {"cli", "views"},
     "views": {"job", "cli"},

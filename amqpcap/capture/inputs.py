@@ -44,14 +44,15 @@ def local_path(uri: str) -> str | None:
     return None if "://" in uri else uri
 
 
-def list_inputs(inputs: list[str]) -> list[InputFile]:
+def list_inputs(inputs: list[str], suffixes: tuple[str, ...] | None = CAPTURE_SUFFIXES) -> list[InputFile]:
     """Every capture file the inputs name, sorted and without duplicates. A named file is taken
-    whatever its suffix; directories and globs yield files with capture suffixes. A name that
-    matches nothing is kept, so the job can report it as failed."""
+    whatever its suffix; directories and globs yield files with capture suffixes (`suffixes`;
+    None: every file but hidden ones, as for key logs). A name that matches nothing is kept, so
+    the job can report it as failed."""
     found: dict[str, InputFile] = {}
     for item in inputs:
         local = local_path(item)
-        for entry in (_list_local(local) if local is not None else _list_uri(item)):
+        for entry in (_list_local(local, suffixes) if local is not None else _list_uri(item, suffixes)):
             found.setdefault(entry.uri, entry)
     return sorted(found.values(), key=lambda f: f.uri)
 
@@ -64,21 +65,26 @@ def expand_inputs(inputs: list[str]) -> list[str]:
                          else [entry.uri for entry in _list_uri(item)])]
 
 
-def _expand_local(item: str) -> list[str]:
+def _expand_local(item: str, suffixes: tuple[str, ...] | None = CAPTURE_SUFFIXES) -> list[str]:
     if os.path.isdir(item):
         return [os.path.join(root, name) for root, _, names in sorted(os.walk(item)) for name in sorted(names)
-                if name.endswith(CAPTURE_SUFFIXES)]
+                if _listed(name, suffixes)]
     if any(c in item for c in "*?[") and not os.path.exists(item):
         return sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
     return [item]
 
 
-def _list_local(item: str) -> list[InputFile]:
+def _listed(name: str, suffixes: tuple[str, ...] | None) -> bool:
+    """Whether a directory's file is among what it yields."""
+    return name.endswith(suffixes) if suffixes is not None else not name.startswith(".")
+
+
+def _list_local(item: str, suffixes: tuple[str, ...] | None = CAPTURE_SUFFIXES) -> list[InputFile]:
     return [InputFile(canonical_uri(path), os.path.getsize(path) if os.path.isfile(path) else -1)
-            for path in _expand_local(item)]
+            for path in _expand_local(item, suffixes)]
 
 
-def _list_uri(item: str) -> list[InputFile]:
+def _list_uri(item: str, suffixes: tuple[str, ...] | None = CAPTURE_SUFFIXES) -> list[InputFile]:
     import pyarrow.fs as pafs
     scheme = item.split("://", 1)[0]
     pattern = any(c in item for c in "*?[")
@@ -96,7 +102,7 @@ def _list_uri(item: str) -> list[InputFile]:
         uri = f"{scheme}://{entry.path}"
         if pattern and not fnmatch.fnmatch(uri, item):
             continue
-        if not pattern and not entry.path.endswith(CAPTURE_SUFFIXES):
+        if not pattern and not _listed(entry.path.rsplit("/", 1)[-1], suffixes):
             continue
         files.append(InputFile(uri, entry.size))
     return files

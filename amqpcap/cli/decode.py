@@ -20,6 +20,7 @@ from amqpcap.decodeview.jsonl import json_line, json_line_into
 from amqpcap.decodeview.order import DEFAULT_CAP, TimeOrder
 from amqpcap.decodeview.where import WhereError
 from amqpcap.process import fewer_collections
+from amqpcap.tls.keylog import KeyLogError
 
 NAME = "decode"
 HELP = "print the AMQP frames in capture files (no Spark)"
@@ -73,8 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             help="an AMQP port (repeatable; decode.amqp_ports, default 5672). AMQP on other "
                             "ports is still found by its protocol header")
     shorthands.add_argument("--tls-port", type=int, action="append", metavar="N",
-                            help="a TLS port whose traffic is counted but not decoded (decode.tls_ports, "
-                            "default 5671)")
+                            help="a TLS (AMQPS) port (repeatable; decode.tls_ports, default 5671): decrypted "
+                            "with --tls-keylog, else accounted, not decoded")
+    shorthands.add_argument("--tls-keylog", action="append", metavar="FILE",
+                            help="a TLS key log (SSLKEYLOGFILE format; repeatable; a directory: every file in "
+                            "it; decode.tls_keylogs) to decrypt TLS connections with")
     shorthands.add_argument("--default-version", choices=["0-9-1", "0-9"],
                             help="version for connections whose protocol header was not captured "
                             "(decode.default_version)")
@@ -93,6 +97,9 @@ def overrides(args: argparse.Namespace) -> list[str]:
         out.append(f"decode.amqp_ports={sorted(set(args.port))}")
     if args.tls_port:
         out.append(f"decode.tls_ports={sorted(set(args.tls_port))}")
+    if args.tls_keylog:
+        import json
+        out.append(f"decode.tls_keylogs={json.dumps(args.tls_keylog)}")
     if args.default_version:
         out.append(f'decode.default_version="{args.default_version}"')
     for item in args.spec:
@@ -148,7 +155,10 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"no capture files in {' '.join(args.captures)}")
     # the one-line-per-message view: a message's content frames are part of its line, not records
     folded = not (args.stats or args.jsonl or args.frames)
-    decoder = CaptureDecoder(settings, fold_content=folded)
+    try:
+        decoder = CaptureDecoder(settings, fold_content=folded)  # (reads the key logs)
+    except KeyLogError as error:
+        raise UsageError(str(error)) from None
     out = sys.stdout.buffer
     order = None
     with fewer_collections(collect=False):  # amqpcap.process: a tenth of the time otherwise

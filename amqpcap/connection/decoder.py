@@ -32,6 +32,7 @@ from amqpcap.connection.stream import AmqpConnection
 from amqpcap.protocol.codec import Codec
 from amqpcap.protocol.spec import BUNDLED, load_spec
 from amqpcap.settings import Settings
+from amqpcap.tls.keylog import KeyLog, read_key_logs
 
 
 class DecodeStats(msgspec.Struct, dict=True):  # (a Struct: made in C at import, amqpcap.protocol.spec says why)
@@ -77,9 +78,12 @@ class SegmentDecoder:
     grouped by connection)."""
 
     def __init__(self, settings: Settings, capture_names: list[str],
-                 on_connection_end=None, resumable: bool = False, fold_content: bool = False) -> None:
+                 on_connection_end=None, resumable: bool = False, fold_content: bool = False,
+                 keys: KeyLog | None = None) -> None:
+        """`keys`: the TLS key log (the job's tasks get the driver's; none: TLS is accounted, not
+        decrypted)."""
         self.settings = settings
-        self.options = StreamOptions(settings, resumable, fold_content)
+        self.options = StreamOptions(settings, resumable, fold_content, keys)
         self.codecs = codecs_for(tuple(sorted(settings.decode.specs.items())), settings.decode.field_table_dialect)
         self.capture_names = capture_names
         self.on_connection_end = on_connection_end
@@ -116,12 +120,15 @@ class SegmentDecoder:
 
 class CaptureDecoder:
     def __init__(self, settings: Settings | None = None,
-                 collect_connections: bool = False, fold_content: bool = False) -> None:
+                 collect_connections: bool = False, fold_content: bool = False, keys: KeyLog | None = None) -> None:
         """`collect_connections` keeps one summary per AMQP connection in stats (byte accounting,
         end reason...); off by default so memory does not grow with the number of connections.
         `fold_content`: content header and body frames make no records, their method's `message`
-        tells of them (amqpcap.connection.options.StreamOptions); stats still count them by kind."""
+        tells of them (amqpcap.connection.options.StreamOptions); stats still count them by kind.
+        `keys`: the TLS key log; by default the one settings.decode.tls_keylogs names, read here (a
+        key log that cannot be read raises amqpcap.tls.keylog.KeyLogError)."""
         self.settings = settings if settings is not None else Settings()
+        self.keys = keys if keys is not None else read_key_logs(self.settings.decode.tls_keylogs)
         self.collect_connections = collect_connections
         self.fold_content = fold_content
         self.stats = DecodeStats()
@@ -148,7 +155,7 @@ class CaptureDecoder:
         parser = PacketParser()
         stats = self.stats
         segments = self.segments = SegmentDecoder(self.settings, paths, on_connection_end=self._count_connection,
-                                                  fold_content=self.fold_content)
+                                                  fold_content=self.fold_content, keys=self.keys)
         infos: dict[int, CaptureInfo] = {}
         reported = [0] * len(paths)  # capture issues already emitted, per file
         feed = PacketFeed(parser, segments, infos, reported)
@@ -202,7 +209,7 @@ class CaptureDecoder:
             kinds = self._kinds
             kinds["header"] = kinds.get("header", 0) + connection.headers_folded
             kinds["body"] = kinds.get("body", 0) + connection.bodies_folded
-        if connection.status == "amqp" and self.collect_connections:
+        if (connection.status == "amqp" or connection.tls is not None) and self.collect_connections:
             self.stats.connection_summaries.append(connection.summary())
 
     def _open(self, paths: list[str], infos: dict) -> list[tuple]:

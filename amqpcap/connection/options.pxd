@@ -12,3 +12,5 @@ cdef class StreamOptions:
     cdef public bint resumable
     cdef public long long resumable_body_cap
     cdef public bint fold_content
+    cdef public object keys
+    cdef public object sessions

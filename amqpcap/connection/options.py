@@ -1,9 +1,12 @@
 """What a connection's decoding reads of the settings, flattened once per decoder (some are read
-on hot paths): ports, versions, frame size limits, bodies, what may be carried to the next run."""
+on hot paths): ports, versions, frame size limits, bodies, what may be carried to the next run; and
+what its TLS connections are decrypted with (the key log, the sessions seen)."""
 
 from __future__ import annotations
 
 from amqpcap.settings import Settings
+from amqpcap.tls.keylog import KeyLog
+from amqpcap.tls.sessions import SessionCache
 
 
 class StreamOptions:
@@ -11,9 +14,13 @@ class StreamOptions:
     hot paths)."""
 
     __slots__ = ("amqp_ports", "tls_ports", "default_version", "max_frame", "resync_max_frame",
-                 "capture_bodies", "body_cap", "pending_records", "resumable", "resumable_body_cap", "fold_content")
+                 "capture_bodies", "body_cap", "pending_records", "resumable", "resumable_body_cap", "fold_content",
+                 "keys", "sessions")
 
-    def __init__(self, settings: Settings, resumable: bool = False, fold_content: bool = False) -> None:
+    def __init__(self, settings: Settings, resumable: bool = False, fold_content: bool = False,
+                 keys: KeyLog | None = None) -> None:
+        """`keys`: the TLS key log (read once by the caller: amqpcap.tls.keylog.read_key_logs;
+        none: TLS connections are accounted, not decrypted)."""
         decode, bodies = settings.decode, settings.bodies
         self.amqp_ports = frozenset(decode.amqp_ports)
         self.tls_ports = frozenset(decode.tls_ports)
@@ -30,3 +37,5 @@ class StreamOptions:
         if fold_content and resumable:  # a saved message is resumed from its records (amqpcap.onepass.state)
             raise ValueError("content frames cannot be folded on connections that may be saved")
         self.fold_content = fold_content
+        self.keys = keys if keys is not None else KeyLog()
+        self.sessions = SessionCache()  # TLS sessions established in this decoder, for those that resume them

@@ -12,7 +12,7 @@ cdef class Record:
     cdef public tuple shape
     cdef public dict extra
     cdef public object ts, ts_ns, ts_last_ns, capture, pcap_record, pcap_record_last, tcp_stream
-    cdef public object connection, client, server, dir, channel, kind, offset, size
+    cdef public object connection, client, server, dir, channel, kind, offset, size, tls
     cdef public object method, class_id, method_id, args, message
     cdef public object class_name, weight, body_size, property_flags, properties
     cdef public object body_frame_size, issue_kind, detail, bytes_skipped, file_offset, file_end_offset
@@ -27,6 +27,7 @@ cpdef Record new_record(str kind, object ts_ns, object ts_last_ns, object captur
                         object pcap_record_last, object tcp_stream, object connection, object client,
                         object server, object direction, object channel, object offset, object size)
 cpdef add_message(Record record, dict message)
+cpdef mark_tls(Record record)
 @cython.locals(record=Record)
 cpdef Record end_record(str connection, dict summary)
 @cython.locals(record=Record)

@@ -39,9 +39,14 @@ SHAPES = {kind: COMMON + keys for kind, keys in KIND_KEYS.items()}
 METHOD_MESSAGE = SHAPES["method"] + ("message",)
 CAPTURE_ISSUE = SHAPES["issue"] + ("file_offset", "file_end_offset")
 END_SHAPE = ("kind", "connection", "summary")
+# A record of a TLS connection says so (`"tls": true`, after the common keys): its kind's shape
+# with that key, one object per shape as above (and `TLS_OF`: the plain shape of each)
+TLS_SHAPES = {kind: COMMON + ("tls",) + keys for kind, keys in KIND_KEYS.items() if kind != "connection-end"}
+TLS_METHOD_MESSAGE = TLS_SHAPES["method"] + ("message",)
+TLS_OF = {SHAPES[kind]: shape for kind, shape in TLS_SHAPES.items()}
 
 # every key that is a field, and the field's name where it differs
-FIELDS = frozenset(COMMON + ("method", "class_id", "method_id", "args", "message", "class", "weight", "body_size",
+FIELDS = frozenset(COMMON + ("tls", "method", "class_id", "method_id", "args", "message", "class", "weight", "body_size",
                              "property_flags", "properties", "body_frame_size", "issue_kind", "detail",
                              "bytes_skipped", "file_offset", "file_end_offset", "version", "protocol_header", "raw",
                              "summary"))
@@ -54,7 +59,7 @@ class Record:
 
     __slots__ = ("shape", "extra",
                  "ts", "ts_ns", "ts_last_ns", "capture", "pcap_record", "pcap_record_last", "tcp_stream",
-                 "connection", "client", "server", "dir", "channel", "kind", "offset", "size",
+                 "connection", "client", "server", "dir", "channel", "kind", "offset", "size", "tls",
                  "method", "class_id", "method_id", "args", "message",
                  "class_name", "weight", "body_size", "property_flags", "properties",
                  "body_frame_size", "issue_kind", "detail", "bytes_skipped", "file_offset", "file_end_offset",
@@ -155,11 +160,19 @@ def new_record(kind: str, ts_ns, ts_last_ns, capture, pcap_record, pcap_record_l
     return record
 
 
+def mark_tls(record: Record) -> None:
+    """The record came from a TLS connection: it says so (its shape's twin with "tls")."""
+    record.tls = True
+    record.shape = TLS_OF.get(record.shape) or (record.shape[:len(COMMON)] + ("tls",) + record.shape[len(COMMON):])
+
+
 def add_message(record: Record, message: dict) -> None:
     """A content method's `message`, once its content is complete (or abandoned)."""
     record.message = message
     if record.shape is SHAPES["method"]:  # (the usual case: its key goes last)
         record.shape = METHOD_MESSAGE
+    elif record.shape is TLS_SHAPES["method"]:
+        record.shape = TLS_METHOD_MESSAGE
     elif "message" not in record.shape:
         record.shape = record.shape + ("message",)
 

@@ -57,6 +57,7 @@ cdef class AmqpConnection(FrameSink):
     cdef public object end_reason
     cdef public long long headers_folded
     cdef public long long bodies_folded
+    cdef public object tls
 
     @cython.locals(reader=FrameReader)
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)

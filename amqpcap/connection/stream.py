@@ -7,6 +7,11 @@ AMQP port; else the direction of the first method that travels only one way), pi
 the client's protocol header, and runs one `FrameReader` per direction (amqpcap.connection.framing);
 the frames they find become records, a content method's header and bodies gathered with it.
 
+A TLS connection (on a TLS port, or whose client opens with a ClientHello on a port of no known
+protocol) goes through its TLS layer first (amqpcap.tls.layer): the readers then get the
+decrypted bytes, in the offsets of the decrypted stream, each record marked as TLS's; the TLS
+layer's own issues (what could not be decrypted, bytes lost) have the TCP stream's offsets.
+
 Records are amqpcap.connection.record.Record objects, in the JSON contract of `amqpcap decode --jsonl`
 (see docs).
 """
@@ -27,12 +32,14 @@ from amqpcap.connection.framing import (
     starts_with_1_0_frames,
 )
 from amqpcap.connection.options import StreamOptions
-from amqpcap.connection.record import Record, add_message, as_record, end_record, new_record
+from amqpcap.connection.record import TLS_SHAPES, Record, add_message, as_record, end_record, new_record
 from amqpcap.protocol.codec import FRAME_HEADER_SIZE, Codec
 from amqpcap.protocol.frame_start import frame_start_for
 from amqpcap.protocol.frames import PROTOCOL_HEADER_SIZE, parse_protocol_header, protocol_header_texts
 from amqpcap.protocol.other_protocols import name_protocol
 from amqpcap.protocol.spec import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from amqpcap.tls.layer import NOT_DECODED as TLS_NOT_DECODED
+from amqpcap.tls.layer import TlsLayer, TlsSink
 
 
 class _Content:
@@ -106,7 +113,8 @@ class AmqpConnection(FrameSink):
         self.client: int | None = None  # direction index of the client
         self.labels = ((None, None), (None, None))  # per direction: (client, server) once decided
         self.directions = (None, None)  # per direction: "C>S" / "S>C" once decided
-        self.status = "undecided"  # -> "amqp", "not-amqp", "tls"
+        self.status = "undecided"  # -> "amqp", "not-amqp", "tls" (-> "amqp" once TLS gives plaintext)
+        self.tls: TlsLayer | None = None  # a TLS connection's layer: TCP bytes go through it
         # What it speaks when that is not AMQP 0-9-1 or 0-9 though its bytes go to the readers:
         # "amqp-1.0" (walked), or another protocol its client's first bytes named ("http", ...)
         self.protocol: str | None = None
@@ -127,6 +135,9 @@ class AmqpConnection(FrameSink):
     def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
         if self.first_capture < 0:
             self.first_capture = capture
+        if self.tls is not None:
+            self.tls.data(direction, offset, data, ts_ns, capture, record)
+            return
         if self.status == "undecided":
             self.held.append((direction, offset, data, ts_ns, capture, record))
             self.held_bytes += len(data)
@@ -142,14 +153,20 @@ class AmqpConnection(FrameSink):
         reader.data(offset, data, ts_ns, capture, record)
 
     def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
-        if self.status == "amqp":
+        if self.tls is not None:
+            self.tls.gap(direction, offset, size, ts_ns)
+        elif self.status == "amqp":
             reader = self.readers[direction]
             reader.gap(offset, size, ts_ns)
         elif self.status == "undecided":
             self.held.append((direction, offset, size, ts_ns))
 
     def conflict(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
-        if self.status == "amqp":
+        if self.tls is not None:
+            self.tls_issue(direction, "retransmission-conflict", f"a retransmission carried {size} bytes that differ "
+                           "from the first copy; the first copy was decoded", 0, offset, offset + size,
+                           (ts_ns, ts_ns, -1, 0, 0))
+        elif self.status == "amqp":
             reader = self.readers[direction]
             self.issue(reader, "retransmission-conflict", f"a retransmission carried {size} bytes that differ "
                        "from the first copy; the first copy was decoded", 0, offset, offset + size, None,
@@ -160,12 +177,11 @@ class AmqpConnection(FrameSink):
         if self.status == "undecided" and self.held_bytes:  # the stream ended before its bytes told
             self._classify(-1)
             self._replay_held()
-        if self.status == "tls":  # flagged, not decoded: one issue with what was skipped
-            client = self._port_guess(self.settings.tls_ports)
-            self._decide_client(client if client is not None else self.tcp.syn_from, "TLS port")
-            self.issue(self.readers[0], "tls-not-decoded", f"connection on a TLS port: {self.ignored_bytes} "
-                       "encrypted bytes not decoded", self.ignored_bytes, 0, 0, None,
-                       (self.tcp.first_ts_ns, self.tcp.last_ts_ns, -1, 0, 0))
+        if self.tls is not None:
+            if self.client is None:
+                client = self._port_guess(self.settings.tls_ports)
+                self._decide_client(client if client is not None else self.tcp.syn_from, "TLS port")
+            self.tls.finish(ts_ns)
         if self.status == "amqp":
             for reader in self.readers:
                 reader.finish()
@@ -198,7 +214,8 @@ class AmqpConnection(FrameSink):
                 "pending": [(direction, record.as_dict()) for direction, record in self.pending],
                 "ignored_bytes": self.ignored_bytes, "first_capture": name(self.first_capture),
                 "contents": {key: content.saved() for key, content in self.contents.items()},
-                "readers": [reader.saved(name, self.may_send_secrets(reader.direction)) for reader in self.readers]}
+                "readers": [reader.saved(name, self.may_send_secrets(reader.direction)) for reader in self.readers],
+                "tls": self.tls.saved(name) if self.tls is not None else None}
 
     def restore(self, state: dict, index, flipped: bool) -> None:
         """The AMQP side as `saved` left it; `flipped`: this run saw the other side first (the saved
@@ -222,23 +239,28 @@ class AmqpConnection(FrameSink):
         readers = state["readers"][::-1] if flipped else state["readers"]
         for reader, saved in zip(self.readers, readers):
             reader.restore(saved, index)
+        if state.get("tls") is not None:  # (its keys from this run's key log: amqpcap.tls.layer)
+            self._start_tls()
+            self.tls.restore(state["tls"], index, flipped)
 
     def earliest_pending(self, low: int) -> int:
         """The earliest time a record still to come from this connection can carry, if before
         `low`: its end (timed by its last packet) once closed, its out-of-order segments, its bytes
         held while undecided, its readers' partial frames and skipped bytes, its messages awaiting
         their content, its records awaiting the client's side. A TLS connection's one issue is
-        timed at its first packet; one not AMQP makes no record."""
+        timed by its first encrypted byte (late: amqpcap.decodeview.order knows); one not AMQP makes no record."""
         status = self.status
         if status == "not-amqp":
             return low
         tcp = self.tcp
         if tcp.closed_at is not None and tcp.last_ts_ns < low:
             low = tcp.last_ts_ns
-        if status == "tls":
-            return low
         for half in tcp.halves:
             low = half.earliest_pending(low)
+        if self.tls is not None:
+            low = self.tls.earliest_pending(low)
+            if status == "tls":
+                return low
         if status == "undecided":
             for held in self.held:  # bytes (direction, offset, data, ts_ns, ...) and gaps (..., ts_ns)
                 if held[3] < low:
@@ -277,26 +299,36 @@ class AmqpConnection(FrameSink):
                                  "packets": half.packets, "duplicate_bytes": half.duplicate_bytes}
         client = self.client if self.client is not None else 0
         capture = self.tcp.first_capture
-        return {"connection": self.id, "status": self.speaks(),
+        summary = {"connection": self.id, "status": self.speaks(),
                 "capture": self.capture_names[capture] if capture >= 0 else None, "client": self.endpoints[client],
                 "server": self.endpoints[1 - client], "client_decided_by": self.client_reason,
                 "version": self.version, "first_ts_ns": self.tcp.first_ts_ns,
                 "last_ts_ns": self.tcp.last_ts_ns, "syn_seen": self.tcp.syn_from is not None,
                 "end_reason": self.end_reason, "ignored_bytes": self.ignored_bytes,
                 "directions": directions}
+        if self.tls is not None:
+            summary["tls"] = self.tls.summary(client)
+        return summary
 
     # -- classification -------------------------------------------------------------------------
 
     def syn_seen(self, direction: int) -> bool:
+        """Whether the direction's stream is seen from its start (a TLS one's decrypted stream is
+        when its handshake was)."""
+        if self.tls is not None:
+            return self.tls.client_random is not None
         return self.tcp.halves[direction].syn
 
     def _classify(self, direction: int) -> None:
         """Decide what the connection carries, from its ports, else from the bytes held so far
         (`direction` sent the latest; -1: the stream ended, decide with what there is)."""
         if self.ports[0] in self.settings.tls_ports or self.ports[1] in self.settings.tls_ports:
-            self.status = "tls"
+            self._start_tls()
             return
         on_port = self.ports[0] in self.settings.amqp_ports or self.ports[1] in self.settings.amqp_ports
+        if not on_port and self._opens_tls():
+            self._start_tls()
+            return
         verdict = True if on_port else self._looks_amqp(direction)
         if verdict is None:
             if direction >= 0 and self.held_bytes < UNDECIDED_HOLD:
@@ -364,6 +396,20 @@ class AmqpConnection(FrameSink):
             expected = item[1] + len(item[2])
         return b"".join(parts)
 
+    def _opens_tls(self) -> bool:
+        """Whether a side's first bytes are a TLS record carrying a ClientHello (AMQPS on a port
+        of its own)."""
+        for side in (0, 1):
+            head = self._head(side)
+            if len(head) >= 6 and head[0] == 0x16 and head[1] == 3 and head[2] <= 4 and head[5] == 1:
+                return True
+        return False
+
+    def _start_tls(self) -> None:
+        """From here the TCP bytes go through the TLS layer (the readers get what it decrypts)."""
+        self.status = "tls"
+        self.tls = TlsLayer(_TlsSide(self), self.settings.keys, self.settings.sessions)
+
     def _starts(self, prefix: bytes) -> bool:
         return any(self._head(side).startswith(prefix) for side in (0, 1))
 
@@ -371,7 +417,12 @@ class AmqpConnection(FrameSink):
         """The held bytes and gaps, in their order, to the frame readers (or counted as ignored)."""
         held, self.held, self.held_bytes = self.held, [], 0
         for item in held:
-            if len(item) == 4:
+            if self.tls is not None:
+                if len(item) == 4:
+                    self.tls.gap(*item)
+                else:
+                    self.tls.data(*item)
+            elif len(item) == 4:
                 if self.status == "amqp":
                     self.readers[item[0]].gap(*item[1:])
             elif self.status == "amqp":
@@ -677,6 +728,9 @@ class AmqpConnection(FrameSink):
         record = new_record(kind, first, last, self.capture_names[capture] if capture >= 0 else None,
                             first_record or None, last_record or None, self.tcp.streams.get(capture), self.id,
                             ends[0], ends[1], self.directions[reader.direction], channel, start, end - start)
+        if self.tls is not None:
+            record.tls = True
+            record.shape = TLS_SHAPES[kind]
         if not hold:
             if self.client is None:
                 self._release(reader.direction, record)
@@ -698,6 +752,48 @@ class AmqpConnection(FrameSink):
         record.client = ends[0]
         record.server = ends[1]
         record.dir = self.directions[direction]
+
+
+    # -- the TLS layer's side (it reports through _TlsSide) -----------------------------------------
+
+    def tls_client(self, direction: int) -> None:
+        if self.client is None:
+            self._decide_client(direction, "TLS ClientHello")
+
+    def tls_plaintext(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
+        if self.status == "tls":  # the first decrypted bytes: framed as AMQP from here
+            self.status = "amqp"
+        reader = self.readers[direction]
+        reader.data(offset, data, ts_ns, capture, record)
+
+    def tls_lost(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
+        if self.status == "amqp":
+            reader = self.readers[direction]
+            reader.gap(offset, size, ts_ns)
+
+    def tls_issue(self, direction: int, kind: str, detail: str, skipped: int, start: int, end: int, ts) -> None:
+        if kind == TLS_NOT_DECODED:
+            self.ignored_bytes += skipped
+        self.issue(self.readers[direction], kind, detail, skipped, start, end, None, ts)
+
+
+class _TlsSide(TlsSink):
+    """The TLS layer's sink: its connection (a class apart, as the compiled connection has one base)."""
+
+    def __init__(self, connection: AmqpConnection) -> None:
+        self.connection = connection
+
+    def tls_client(self, direction: int) -> None:
+        self.connection.tls_client(direction)
+
+    def tls_plaintext(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
+        self.connection.tls_plaintext(direction, offset, data, ts_ns, capture, record)
+
+    def tls_lost(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
+        self.connection.tls_lost(direction, offset, size, ts_ns)
+
+    def tls_issue(self, direction: int, kind: str, detail: str, skipped: int, start: int, end: int, ts) -> None:
+        self.connection.tls_issue(direction, kind, detail, skipped, start, end, ts)
 
 
 UNDECIDED_HOLD = 1 << 16  # bytes held on a port of no known protocol before deciding it is not AMQP

@@ -10,6 +10,7 @@ from amqpcap.connection.record cimport Record
 
 cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
 cdef tuple _CONNECTION_END
+cdef tuple _TLS_METHOD, _TLS_METHOD_MESSAGE, _TLS_HEADER, _TLS_BODY, _TLS_HEARTBEAT, _TLS_ISSUE, _TLS_PROTOCOL_HEADER
 cdef Py_ssize_t _PIECES_HELD, _COMMON_KEYS
 cdef str _TO_SERVER, _TO_CLIENT
 cdef long long _INT64_MIN, _INT64_MAX
@@ -20,7 +21,7 @@ cdef bytes _TS, _TS_NS, _TS_LAST_NS, _CAPTURE, _PCAP_RECORD, _PCAP_RECORD_LAST, 
 cdef bytes _CLIENT, _SERVER, _DIR, _CHANNEL, _KIND, _OFFSET, _SIZE, _METHOD_KEY, _CLASS_ID, _METHOD_ID
 cdef bytes _PROPERTY_FLAGS, _PROPERTIES, _ARGS, _MESSAGE
 cdef bytes _CLASS, _WEIGHT, _BODY_SIZE, _BODY_FRAME_SIZE, _ISSUE_KIND, _DETAIL, _BYTES_SKIPPED
-cdef bytes _FILE_OFFSET, _FILE_END_OFFSET, _VERSION, _PROTOCOL_HEADER_KEY, _RAW, _NULL, _END
+cdef bytes _FILE_OFFSET, _FILE_END_OFFSET, _VERSION, _PROTOCOL_HEADER_KEY, _RAW, _NULL, _END, _TLS
 
 
 cdef class LineWriter:
@@ -39,7 +40,7 @@ cdef class LineWriter:
     cpdef line(self, Record record)
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t line_into(self, Record record, bytearray chunk, Py_ssize_t fill) except? -1
-    @cython.locals(shape=tuple, nested=cython.bint, first=Py_ssize_t, digits=Py_ssize_t, tail=bytes)
+    @cython.locals(shape=tuple, nested=cython.bint, tls=cython.bint, first=Py_ssize_t, digits=Py_ssize_t, tail=bytes)
     cdef bint _write(self, Record record) except -1
     @cython.locals(piece=bytes)
     cdef bytes _piece(self, dict pieces, bytes key, object value, bytes after)
@@ -71,3 +72,4 @@ cdef inline long long _int64(object value):
 
 cpdef Py_ssize_t json_line_into(object record, bytearray chunk, Py_ssize_t fill) except? -1
 cdef Py_ssize_t _line_into(bytes line, bytearray chunk, Py_ssize_t fill) except? -1
+cdef object _plain_shape(tuple shape, object tls)

@@ -18,7 +18,16 @@ from decimal import Decimal
 
 import orjson
 
-from amqpcap.connection.record import CAPTURE_ISSUE, COMMON, CONNECTION_END, METHOD_MESSAGE, SHAPES, Record
+from amqpcap.connection.record import (
+    CAPTURE_ISSUE,
+    COMMON,
+    CONNECTION_END,
+    METHOD_MESSAGE,
+    SHAPES,
+    TLS_METHOD_MESSAGE,
+    TLS_SHAPES,
+    Record,
+)
 
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
 _DUMPS = orjson.dumps  # (compiled: a C variable, not a module attribute looked up per line)
@@ -46,6 +55,10 @@ _METHOD, _METHOD_MESSAGE = SHAPES["method"], METHOD_MESSAGE
 _HEADER, _BODY, _HEARTBEAT = SHAPES["header"], SHAPES["body"], SHAPES["heartbeat"]
 _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE = SHAPES["issue"], SHAPES["protocol-header"], CAPTURE_ISSUE
 _CONNECTION_END = SHAPES[CONNECTION_END]  # (amqpcap decode's, made by amqpcap.decodeview.ends)
+# the same with "tls": a TLS connection's records (amqpcap.connection.record.TLS_SHAPES)
+_TLS_METHOD, _TLS_METHOD_MESSAGE = TLS_SHAPES["method"], TLS_METHOD_MESSAGE
+_TLS_HEADER, _TLS_BODY, _TLS_HEARTBEAT = TLS_SHAPES["header"], TLS_SHAPES["body"], TLS_SHAPES["heartbeat"]
+_TLS_ISSUE, _TLS_PROTOCOL_HEADER = TLS_SHAPES["issue"], TLS_SHAPES["protocol-header"]
 _COMMON_KEYS = len(COMMON)
 _PIECES_HELD = 8192  # runs of keys and values remembered per table (LineWriter._piece); past that it starts over
 _TO_SERVER, _TO_CLIENT = "C>S", "S>C"  # (amqpcap.protocol.spec's directions)
@@ -66,6 +79,7 @@ _ISSUE_KIND, _DETAIL, _BYTES_SKIPPED = b',"issue_kind":', b',"detail":', b',"byt
 _FILE_OFFSET, _FILE_END_OFFSET = b',"file_offset":', b',"file_end_offset":'
 _VERSION, _PROTOCOL_HEADER_KEY, _RAW = b',"version":', b',"protocol_header":', b',"raw":'
 _NULL, _END = b"null", b"}\n"
+_TLS = b',"tls":true'
 
 
 class LineWriter:
@@ -119,6 +133,9 @@ class LineWriter:
         """The record's line into the buffer (its first self.n bytes); False for a record of a
         shape the writer does not know."""
         shape = record.shape
+        tls = record.tls is not None
+        if tls:
+            shape = _plain_shape(shape, record.tls)
         nested = shape is _METHOD or shape is _METHOD_MESSAGE or shape is _HEADER
         if not nested and shape is not _BODY and shape is not _HEARTBEAT and shape is not _ISSUE and \
                 shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER and shape is not _CONNECTION_END:
@@ -155,6 +172,8 @@ class LineWriter:
         self._number(record.offset)
         self._put(_SIZE)
         self._number(record.size)
+        if tls:
+            self._put(_TLS)
         if nested:  # the nested values last, each as orjson writes it
             if shape is _HEADER:
                 self._put(self._piece(self.classes, _CLASS, record.class_name, _CLASS_ID))
@@ -357,6 +376,28 @@ class LineWriter:
         else:
             self.buf[n:n + size] = self.buf[i:end]
         self.n = n + size
+
+
+def _plain_shape(shape: tuple, tls) -> tuple | None:
+    """The plain shape of a TLS record's (None: a shape the writer does not know, or a "tls"
+    other than true)."""
+    if tls is not True:
+        return None
+    if shape is _TLS_METHOD:
+        return _METHOD
+    if shape is _TLS_METHOD_MESSAGE:
+        return _METHOD_MESSAGE
+    if shape is _TLS_HEADER:
+        return _HEADER
+    if shape is _TLS_BODY:
+        return _BODY
+    if shape is _TLS_HEARTBEAT:
+        return _HEARTBEAT
+    if shape is _TLS_ISSUE:
+        return _ISSUE
+    if shape is _TLS_PROTOCOL_HEADER:
+        return _PROTOCOL_HEADER
+    return None
 
 
 def _rendered(value) -> bytes:

@@ -17,7 +17,7 @@ from amqpcap.rules.common import Emit
 from amqpcap.rules.connection import Analytics
 from amqpcap.rules.naming import naming
 from amqpcap.settings import AnalyticsSection
-from amqpcap.tables.registry import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS
+from amqpcap.tables.registry import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, TLS_CONNECTIONS
 from amqpcap.tables.rows import RawRows
 
 
@@ -53,6 +53,9 @@ class Tabulator:
             stream = rows.stream_row(record.summary)
             self.seq.pop(stream["connection"], None)
             self.emit(STREAMS, stream)
+            tls = rows.tls_row(record.summary)
+            if tls is not None:
+                self.emit(TLS_CONNECTIONS, tls)
             self.analytics.end(stream)
         else:
             frame = rows.frame_row(record)

@@ -114,7 +114,7 @@ class ConnectionRules:
         row = {name: stream.get(name) for name in ("date", "connection", "capture", "client", "server",
                                                    "status", "version")}
         row.update(saw_start=stream.get("syn_seen"), started_at=stream.get("first_ts"),
-                   ended_at=stream.get("last_ts"))
+                   ended_at=stream.get("last_ts"), tls=stream.get("tls"))
         for name in _MILESTONES.values():
             row[name] = micros(self.milestones.get(name))
         row["protocol_header_at"] = micros(self.protocol_header_ns)

@@ -222,6 +222,9 @@ class FramesRow(TypedDict, total=False):
     connection_seq: Annotated[int | None, "bigint",
                               "position of the frame in its connection's decoding order (0, 1, 2...): the order "
                               "the analytics consumed it in, and what `amqpcap analyze` replays"]
+    tls: Annotated[bool | None, "boolean",
+                   "true: decrypted from TLS (stream_offset is then the decrypted stream's; the connection's "
+                   "tls_connections row says how); null: sent in clear"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -314,6 +317,9 @@ class DecodeIssuesRow(TypedDict, total=False):
     file_offset: Annotated[int | None, "bigint",
                            "damage to the capture file itself (damaged-record-header, truncated-file, "
                            "gzip-damaged...): the byte offset in the file where it starts; null for stream issues"]
+    tls: Annotated[bool | None, "boolean",
+                   "true: on a TLS connection (the tls-* kinds are its TLS layer's, their stream_offset and "
+                   "bytes_skipped the TCP stream's; the others' the decrypted stream's); null otherwise"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -356,6 +362,67 @@ class StreamsRow(TypedDict, total=False):
     s2c_packets: Annotated[int | None, "bigint", "server to client: TCP segments"]
     s2c_undecoded_frames: Annotated[int | None, "bigint",
                                     "server to client: frames walked by their headers, not decoded (AMQP 1.0)"]
+    tls: Annotated[bool | None, "boolean",
+                   "the connection ran over TLS (its tls_connections row says how); then decoded_bytes and "
+                   "skipped_bytes count the decrypted stream's bytes, stream_bytes the TCP stream's"]
+    source: Source
+    provisional: Provisional
+    run_id: Run
+
+
+class TlsConnectionsRow(TypedDict, total=False):
+    """One row per TLS connection (AMQPS), with or without its keys: the handshake (what the client asked
+    for, what was agreed, whether a session was resumed), the server's certificate, whether the key log
+    let it be decrypted, and its records per direction.
+    """
+
+    date: Date
+    connection: Connection
+    capture: Capture
+    client: Client
+    server: Server
+    version: Annotated[str | None, "string", "TLSv1.2, TLSv1.3...: the version the ServerHello chose (null: none seen)"]
+    cipher_suite: Annotated[str | None, "string",
+                            "the suite chosen, by its IANA name (TLS_AES_128_GCM_SHA256, "
+                            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256...)"]
+    sni: Annotated[str | None, "string", "server name the client asked for (SNI)"]
+    alpn_offered: Annotated[list[str] | None, "array<string>", "application protocols the client offered (ALPN)"]
+    alpn: Annotated[str | None, "string",
+                    "the protocol the server chose (TLS 1.3 says it encrypted: null without keys)"]
+    resumed: Annotated[str | None, "string",
+                       "session-id, ticket (TLS 1.2) or psk (TLS 1.3): the session resumed; null: a full handshake"]
+    hello_retry: Annotated[bool | None, "boolean", "the server asked for another ClientHello (HelloRetryRequest)"]
+    encrypt_then_mac: Annotated[bool | None, "boolean", "TLS 1.2 CBC suites: encrypt-then-MAC (RFC 7366) agreed"]
+    extended_master_secret: Annotated[bool | None, "boolean", "TLS 1.2: the extended master secret (RFC 7627) agreed"]
+    client_hello_at: Annotated[int | None, "timestamp", "the ClientHello"]
+    server_hello_at: Annotated[int | None, "timestamp", "the ServerHello"]
+    handshake_done_at: Annotated[int | None, "timestamp",
+                                 "the handshake's end: the client's Finished (TLS 1.3), the later Finished (1.2); "
+                                 "without keys, the record that carries it"]
+    handshake_ms: Annotated[float | None, "double", "ClientHello to the handshake's end, in milliseconds"]
+    cert_subject: Annotated[str | None, "string",
+                            "the server certificate's subject (RFC 4514; TLS 1.3 sends it encrypted: null without keys)"]
+    cert_issuer: Annotated[str | None, "string", "its issuer"]
+    cert_not_before: Annotated[int | None, "timestamp", "its validity's start"]
+    cert_not_after: Annotated[int | None, "timestamp", "its validity's end"]
+    cert_sha256: Annotated[str | None, "string", "SHA-256 of the certificate (DER), hex"]
+    key_logged: Annotated[bool | None, "boolean", "the key logs had secrets for this connection's client random"]
+    decrypted: Annotated[bool | None, "boolean", "application data was decrypted (its frames are in frames, tls true)"]
+    tickets_issued: Annotated[int | None, "bigint", "NewSessionTicket messages the server sent"]
+    alerts: Annotated[list[str] | None, "array<string>", "alerts seen, in order ('close_notify from the client')"]
+    c2s_records: Annotated[int | None, "bigint", "client to server: TLS records"]
+    c2s_bytes: Annotated[int | None, "bigint", "client to server: TCP stream bytes"]
+    c2s_plaintext_bytes: Annotated[int | None, "bigint", "client to server: application data decrypted"]
+    c2s_skipped_bytes: Annotated[int | None, "bigint",
+                                 "client to server: TCP stream bytes in the TLS layer's issues (not decrypted, lost)"]
+    c2s_key_updates: Annotated[int | None, "bigint", "client to server: TLS 1.3 KeyUpdates"]
+    s2c_records: Annotated[int | None, "bigint", "server to client: TLS records"]
+    s2c_bytes: Annotated[int | None, "bigint", "server to client: TCP stream bytes"]
+    s2c_plaintext_bytes: Annotated[int | None, "bigint", "server to client: application data decrypted"]
+    s2c_skipped_bytes: Annotated[int | None, "bigint",
+                                 "server to client: TCP stream bytes in the TLS layer's issues (not decrypted, lost)"]
+    s2c_key_updates: Annotated[int | None, "bigint", "server to client: TLS 1.3 KeyUpdates"]
+    end_reason: Annotated[str | None, "string", "how the TCP connection ended (from streams)"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -586,6 +653,7 @@ class ConnectionsRow(TypedDict, total=False):
     channels_opened: Annotated[int | None, "bigint", "channel.open-ok seen"]
     messages_published: Annotated[int | None, "bigint", "basic.publish seen"]
     messages_delivered: Annotated[int | None, "bigint", "basic.deliver and basic.get-ok seen"]
+    tls: Annotated[bool | None, "boolean", "over TLS (AMQPS): its tls_connections row says how (from streams)"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -789,6 +857,7 @@ FRAMES = Table.of("frames", FramesRow, replace_key="source")
 MESSAGES = Table.of("messages", MessagesRow, replace_key="source")
 DECODE_ISSUES = Table.of("decode_issues", DecodeIssuesRow, replace_key="source")
 STREAMS = Table.of("streams", StreamsRow, replace_key="source")
+TLS_CONNECTIONS = Table.of("tls_connections", TlsConnectionsRow, replace_key="source")
 ERRORS = Table.of("errors", ErrorsRow, replace_key="source")
 DELIVERIES = Table.of("deliveries", DeliveriesRow, replace_key="source")
 PUBLISHES = Table.of("publishes", PublishesRow, replace_key="source")
@@ -803,7 +872,7 @@ CONNECTION_STATE = Table.of("connection_state", ConnectionStateRow, replace_key=
 RESUMPTIONS = Table.of("resumptions", ResumptionsRow, replace_key="source")
 
 # The registry: every table of the lake, in the order the docs list them.
-RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS)
+RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS, TLS_CONNECTIONS)
 # Written by the decode task's state machines, one connection at a time.
 CONNECTION_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
 # Across connections: built after decoding from the per-message rows of publishes and deliveries.

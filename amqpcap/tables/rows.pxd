@@ -45,7 +45,7 @@ cdef class FrameRow(RecordRow):
     cdef public object exclusive, passive, durable, auto_delete, internal, exchange_type, if_unused
     cdef public object if_empty, prefetch_size, prefetch_count, qos_global, message_count, consumer_count
     cdef public object reply_code, reply_text, failing_class_id, failing_method_id, args_json, body_size
-    cdef public object properties_json, protocol_version, protocol_header, connection_seq, parsed_args
+    cdef public object properties_json, protocol_version, protocol_header, connection_seq, tls, parsed_args
 
     cpdef tuple column_values(self)
 
@@ -74,3 +74,4 @@ cdef class RawRows:
     @cython.locals(row=dict)
     cpdef dict issue_row(self, Record record)
     cpdef dict stream_row(self, dict summary)
+    cpdef object tls_row(self, dict summary)

@@ -230,7 +230,7 @@ class FrameRow(RecordRow):
                 self.prefetch_size, self.prefetch_count, self.qos_global, self.message_count,
                 self.consumer_count, self.reply_code, self.reply_text, self.failing_class_id,
                 self.failing_method_id, self.args_json, self.body_size, self.properties_json,
-                self.protocol_version, self.protocol_header, self.connection_seq, self.source,
+                self.protocol_version, self.protocol_header, self.connection_seq, self.tls, self.source,
                 self.provisional, self.run_id)
 
 
@@ -289,6 +289,7 @@ class RawRows:
         row.kind = kind
         row.stream_offset = record.offset
         row.frame_bytes = record.size
+        row.tls = record.tls
         row.run_id = self.run_id
         if kind == "method":
             args = record.args
@@ -380,6 +381,7 @@ class RawRows:
         row["detail"] = record.detail
         row["bytes_skipped"] = record.bytes_skipped
         row["file_offset"] = record.file_offset
+        row["tls"] = record.tls
         return row
 
     def stream_row(self, summary: dict) -> dict:
@@ -389,9 +391,34 @@ class RawRows:
                "status": summary["status"], "version": summary["version"],
                "client_decided_by": summary["client_decided_by"], "syn_seen": summary["syn_seen"],
                "first_ts": summary["first_ts_ns"] // 1000, "last_ts": summary["last_ts_ns"] // 1000,
-               "end_reason": summary["end_reason"], "run_id": self.run_id}
+               "end_reason": summary["end_reason"], "tls": "tls" in summary, "run_id": self.run_id}
         for label, prefix in ((CLIENT_TO_SERVER, "c2s"), (SERVER_TO_CLIENT, "s2c")):
             facts = summary["directions"].get(label, {})
             for name in ("stream_bytes", "decoded_bytes", "skipped_bytes", "frames", "packets", "undecoded_frames"):
                 row[f"{prefix}_{name}"] = facts.get(name)
+        return row
+
+    def tls_row(self, summary: dict) -> dict | None:
+        """A TLS connection's summary as its tls_connections row (None: not TLS)."""
+        tls = summary.get("tls")
+        if tls is None:
+            return None
+        row = {"date": _date(summary["first_ts_ns"]), "connection": summary["connection"],
+               "capture": summary["capture"], "client": summary["client"], "server": summary["server"],
+               "end_reason": summary["end_reason"], "run_id": self.run_id}
+        for name in ("version", "cipher_suite", "sni", "alpn_offered", "alpn", "resumed", "hello_retry",
+                     "encrypt_then_mac", "extended_master_secret", "handshake_ms", "cert_subject", "cert_issuer",
+                     "cert_sha256", "key_logged", "decrypted", "tickets_issued", "alerts"):
+            row[name] = tls[name]
+        for name, key in (("client_hello_at", "client_hello_ns"), ("server_hello_at", "server_hello_ns"),
+                          ("handshake_done_at", "handshake_done_ns")):
+            row[name] = tls[key] // 1000 if tls[key] is not None else None
+        row["cert_not_before"], row["cert_not_after"] = tls["cert_not_before_us"], tls["cert_not_after_us"]
+        for label, prefix in ((CLIENT_TO_SERVER, "c2s"), (SERVER_TO_CLIENT, "s2c")):
+            facts = tls["directions"].get(label, {})
+            row[f"{prefix}_records"] = facts.get("records")
+            row[f"{prefix}_bytes"] = summary["directions"].get(label, {}).get("stream_bytes")
+            row[f"{prefix}_plaintext_bytes"] = facts.get("plaintext_bytes")
+            row[f"{prefix}_skipped_bytes"] = facts.get("skipped_bytes")
+            row[f"{prefix}_key_updates"] = facts.get("key_updates")
         return row

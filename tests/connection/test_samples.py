@@ -85,21 +85,41 @@ def test_capture_metadata(expected_path):
 
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=IDS)
 def test_every_byte_is_decoded_or_skipped(expected_path):
+    """Every byte of a TCP stream is in a frame or an issue; a TLS connection's, at each of its
+    layers: every TCP byte in a whole TLS record or the TLS layer's issues, every byte of the
+    decrypted stream (what decrypted, and what lost records held) in a frame or an issue."""
     _, _, stats = decoded(expected_path)
     for summary in stats.connection_summaries:
+        tls = summary.get("tls")
         for direction, facts in summary["directions"].items():
-            assert facts["stream_bytes"] == facts["decoded_bytes"] + facts["skipped_bytes"], \
-                (summary["connection"], direction)
+            where = (summary["connection"], direction)
+            if tls is None:
+                assert facts["stream_bytes"] == facts["decoded_bytes"] + facts["skipped_bytes"], where
+                continue
+            layer = tls["directions"][direction]
+            assert facts["stream_bytes"] == layer["record_bytes"] + layer["skipped_bytes"], where
+            assert layer["plaintext_bytes"] + layer["lost_plaintext_bytes"] == \
+                facts["decoded_bytes"] + facts["skipped_bytes"], where
+
+
+def _tls_layer(record) -> bool:
+    """An issue of a TLS connection's TLS layer (its bytes are the TCP stream's, not the decrypted one's)."""
+    return record.get("tls") is True and (record["issue_kind"].startswith("tls-")
+                                          or record["issue_kind"] == "retransmission-conflict")
 
 
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=IDS)
 def test_issues_add_up_to_skipped_bytes(expected_path):
     _, records, stats = decoded(expected_path)
     for summary in stats.connection_summaries:
+        tls = summary.get("tls")
         for direction, facts in summary["directions"].items():
-            skipped = sum(r["bytes_skipped"] for r in records if r["kind"] == "issue"
-                          and r["connection"] == summary["connection"] and r["dir"] == direction)
-            assert skipped == facts["skipped_bytes"]
+            issues = [r for r in records if r["kind"] == "issue" and r["connection"] == summary["connection"]
+                      and r["dir"] == direction]
+            assert sum(r["bytes_skipped"] for r in issues if not _tls_layer(r)) == facts["skipped_bytes"]
+            if tls is not None:
+                assert sum(r["bytes_skipped"] for r in issues if _tls_layer(r)) == \
+                    tls["directions"][direction]["skipped_bytes"]
 
 
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=IDS)

@@ -69,7 +69,7 @@ def test_mid_stream_on_another_port_is_known_by_its_frames(tmp_path):
     assert stats.connection_summaries[0]["client_decided_by"] == "port"
 
 
-@pytest.mark.parametrize("first", [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+@pytest.mark.parametrize("first", [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
                                    b"\x01\x00\x00\x00\x00\x00\x04\x00\x0a\x00\x0a\x00\xce",
                                    b"\x01\x00\x01\x00\x00\x00\x05\x00\x77\x00\x01\x00\xce" + b"\x00" * 40])
 def test_other_protocols_on_another_port_are_not_taken_for_amqp(tmp_path, first):
@@ -94,14 +94,28 @@ def test_client_from_method_directions_when_nothing_else_tells(tmp_path):
     assert {r["client"] for r in records} == {"10.1.0.5:40001"}
 
 
-def test_tls_port_is_flagged_not_decoded(tmp_path):
+def test_a_tls_client_hello_on_another_port_is_tls(tmp_path):
+    """AMQPS on a port of its own: a ClientHello as the client's first bytes makes the connection
+    TLS (its handshake accounted), though the port is none of the settings'."""
+    hello = bytes.fromhex("160301002d010000290303") + bytes(32) + bytes.fromhex("00000200ff0100")
+    path = tmp_path / "tls_elsewhere.pcap"
+    segments = [craft.Segment("C>S", 0, hello), craft.Segment("C>S", len(hello), b"\x00" * 64)]
+    craft.write_pcap(path, craft.tcp_packets(craft.Capture("x", "", segments, []), server=("10.1.0.9", 15000)))
+    records, stats = decode(path)
+    assert stats.connections == {"tls": 1}
+    (summary,) = stats.connection_summaries
+    assert summary["tls"]["client_hello_ns"] is not None and summary["client_decided_by"] == "TLS ClientHello"
+    assert [r["issue_kind"] for r in records] == ["tls-resync"] and records[0]["bytes_skipped"] == 64
+
+
+def test_a_tls_port_that_carries_no_tls_is_counted_not_decoded(tmp_path):
     frames = small()
     path = write(tmp_path, "tls", frames, server=("10.1.0.9", 5671))
     records, stats = decode(path)
-    (issue,) = records
-    assert issue["issue_kind"] == "tls-not-decoded"
-    assert issue["bytes_skipped"] == sum(len(f.data) for f in frames)
-    assert (issue["client"], issue["server"]) == ("10.1.0.5:40001", "10.1.0.9:5671")
+    assert {r["issue_kind"] for r in records} == {"tls-not-decoded"}
+    assert sum(r["bytes_skipped"] for r in records) == sum(len(f.data) for f in frames)
+    assert {(r["client"], r["server"]) for r in records} == {("10.1.0.5:40001", "10.1.0.9:5671")}
+    assert all("not TLS records" in r["detail"] and r["tls"] for r in records)
     assert stats.connections == {"tls": 1}
 
 

@@ -6,6 +6,7 @@ tshark is known to be wrong, the test checks that it is wrong in exactly the doc
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 
 from amqpcap.connection.decoder import CaptureDecoder
 from amqpcap.protocol.spec import load_spec
-from tests.helpers.samples import ROOT, SHARED
+from tests.helpers.samples import ROOT, SHARED, key_log_for, keys_for
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None and not os.environ.get("CI"),
@@ -45,10 +46,34 @@ TSHARK_WRONG = {
 REORDERED = {"out_of_order.pcap.gz"}
 
 
+def tls_ports(path: Path) -> list[int]:
+    """The server ports a TLS sample's connections used (its expected facts say)."""
+    expected = path.parent / (path.name.split(".")[0] + ".expected.json")
+    if not expected.exists():
+        return []
+    return sorted({c["server_port"] for c in json.loads(expected.read_text()).get("tls", []) if c["tls"]})
+
+
+def tshark_options(path: Path) -> list[str]:
+    """How tshark reads a sample: AMQP on 5672, and a TLS sample's TLS ports decrypted with its key
+    log, AMQP inside (-o tls.keylog_file:F -d tls.port==P,amqp)."""
+    options = ["-o", "tcp.reassemble_out_of_order:TRUE", "-d", "tcp.port==5672,amqp"]
+    keys = key_log_for(path)
+    if keys is not None:
+        options += ["-o", f"tls.keylog_file:{keys}"]
+    for port in tls_ports(path):
+        options += ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},amqp"]
+    return options
+
+
+def server_ports(path: Path) -> set[str]:
+    return {"5672", *map(str, tls_ports(path))}
+
+
 def tshark_methods(path: Path) -> dict[str, Counter]:
     spec = load_spec("0-9-1")
     result = subprocess.run(
-        [TSHARK, "-r", str(path), "-o", "tcp.reassemble_out_of_order:TRUE", "-d", "tcp.port==5672,amqp",
+        [TSHARK, "-r", str(path), *tshark_options(path),
          "-Y", "amqp", "-T", "fields", "-e", "tcp.dstport", "-e", "amqp.method.class",
          "-e", "amqp.method.method", "-E", "occurrence=a", "-E", "aggregator=|"],
         capture_output=True, text=True)
@@ -56,11 +81,12 @@ def tshark_methods(path: Path) -> dict[str, Counter]:
     if result.returncode and not (result.returncode == 2 and "cut short" in result.stderr):
         raise AssertionError(f"tshark failed on {path}: {result.stderr}")
     counts = {"C>S": Counter(), "S>C": Counter()}
+    servers = server_ports(path)
     for line in result.stdout.splitlines():
         dport, classes, method_ids = (line.split("\t") + ["", ""])[:3]
         if not classes:
             continue
-        direction = "C>S" if dport == "5672" else "S>C"
+        direction = "C>S" if dport in servers else "S>C"
         for class_id, method_id in zip(classes.split("|"), method_ids.split("|")):
             method = spec.method(int(class_id), int(method_id))
             counts[direction][method.full_name if method else f"{class_id}.{method_id}"] += 1
@@ -69,7 +95,7 @@ def tshark_methods(path: Path) -> dict[str, Counter]:
 
 def our_methods(path: Path) -> dict[str, Counter]:
     counts = {"C>S": Counter(), "S>C": Counter()}
-    for record in CaptureDecoder().decode([str(path)]):
+    for record in CaptureDecoder(keys=keys_for(path)).decode([str(path)]):
         if record["kind"] == "method":
             counts[record["dir"]][record["method"]] += 1
     return counts
@@ -94,8 +120,8 @@ def test_methods_agree_with_tshark(path):
 
 
 def _tshark_fields(path: Path, *fields: str, display_filter: str | None = None) -> list[list[str]]:
-    command = [TSHARK, "-r", str(path), "-o", "tcp.reassemble_out_of_order:TRUE", "-d", "tcp.port==5672,amqp",
-               "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    command = [TSHARK, "-r", str(path), *tshark_options(path), "-T", "fields", "-E", "occurrence=a",
+               "-E", "aggregator=|"]
     if display_filter:
         command += ["-Y", display_filter]
     for name in fields:
@@ -149,7 +175,7 @@ def test_method_records_name_the_packets_tshark_shows_them_in(path):
         for class_id, method_id in zip(classes.split("|"), methods.split("|")) if classes else ():
             theirs[(int(number), int(stream), spec.method(int(class_id), int(method_id)).full_name)] += 1
     ours = Counter((r["pcap_record_last"], r["tcp_stream"], r["method"])
-                   for r in CaptureDecoder().decode([str(path)]) if r["kind"] == "method")
+                   for r in CaptureDecoder(keys=keys_for(path)).decode([str(path)]) if r["kind"] == "method")
     if path.name in REORDERED:
         # tshark shows a frame in the packet that completed its in-order reassembly; ours names the
         # packet that holds its last byte, which arrived earlier: same frames, never a later packet

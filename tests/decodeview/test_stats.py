@@ -10,13 +10,14 @@ import pytest
 
 from amqpcap.cli import main
 from amqpcap.rules.stats import latency_summary, percentile
-from tests.helpers.samples import EXPECTED, capture_for
+from tests.helpers.samples import EXPECTED, capture_for, key_log_for
 
 RECORDED = [p for p in EXPECTED if p.parent.name != "crafted"]
 
 
 def stats(capfdbinary, *paths):
-    code = main(["decode", "--stats", "--json", *map(str, paths)])
+    keys = [f"--tls-keylog={found}" for found in map(key_log_for, paths) if found is not None]
+    code = main(["decode", "--stats", "--json", *keys, *map(str, paths)])
     out, _ = capfdbinary.readouterr()
     assert code == 0
     return json.loads(out)
@@ -38,7 +39,8 @@ def test_stats_agree_with_the_known_facts(capfdbinary, expected_path):
     assert len(summary["connections"]) + sum(summary["other_connections"].values()) == facts["connections"]
     assert summary["other_connections"] == Counter(p["protocol"] for p in facts.get("protocols", [])
                                                    if p["protocol"] != "amqp-0-9-1") + \
-        Counter({"http": 1} if expected_path.name.startswith("protocol_headers") else {})
+        Counter({"http": 1} if expected_path.name.startswith("protocol_headers") else {}) + \
+        Counter("tls" for c in facts.get("tls", []) if c["tls"] and not c["key_logged"])
     assert {c["user"] for c in summary["connections"]} - {None} == set(facts["users"])
     outcomes = summary["deliveries"]["outcomes"]
     messages = facts["messages"]
