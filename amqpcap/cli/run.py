@@ -38,6 +38,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"no capture files in {' '.join(args.input)}")
     lake = args.lake or settings.lake.path
     _check_lake(lake)
+    from amqpcap.tls.keylog import KeyLogError, read_key_logs
+    try:  # before Spark starts: a key log that cannot be read is one line, exit 2
+        keys = read_key_logs(settings.decode.tls_keylogs)
+    except KeyLogError as error:
+        raise UsageError(str(error)) from None
     from amqpcap.cli.console import JobDisplay
     from amqpcap.job.nightly import run
     from amqpcap.job.session import build_session
@@ -46,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
     spark = build_session(settings, args.master, verbose=args.verbose, sql_on_demand=True)
     try:
         summary = run(spark, files, settings, lake, args.run_id or str(uuid.uuid4()), started=STARTED,
-                      display=display)
+                      display=display, keys=keys)
     except EngineError as error:
         raise UsageError(str(error)) from None
     finally:

@@ -240,7 +240,7 @@ class AmqpConnection(FrameSink):
         for reader, saved in zip(self.readers, readers):
             reader.restore(saved, index)
         if state.get("tls") is not None:  # (its keys from this run's key log: amqpcap.tls.layer)
-            self._start_tls()
+            self.tls = TlsLayer(_TlsSide(self), self.settings.keys, self.settings.sessions)
             self.tls.restore(state["tls"], index, flipped)
 
     def earliest_pending(self, low: int) -> int:

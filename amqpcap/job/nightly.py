@@ -90,11 +90,13 @@ class RunSummary:
 
 
 def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: str,
-        started: float | None = None, display=None, commit: bool = True) -> RunSummary:
+        started: float | None = None, display=None, commit: bool = True, keys=None) -> RunSummary:
     """Decode `files` into the lake: every table, one commit each (all or nothing for readers:
     amqpcap.lake.runlog). `display`: a live view of the run (amqpcap.cli.console.JobDisplay), told of each
     phase. `commit=False` stops before the commit, with the manifest it would apply in
-    `summary.manifest` (tests of the commit sequence)."""
+    `summary.manifest` (tests of the commit sequence). `keys`: the TLS key log (default: read from
+    settings.decode.tls_keylogs here, on the driver)."""
+    from amqpcap.tls.keylog import read_key_logs
     from amqpcap.job.spark_sink import appliers, choose_sink
     from amqpcap.job.stages.decode import remove_staging
     from amqpcap.job.stages.flows import flow_parts
@@ -103,6 +105,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
 
     summary = RunSummary(run_id, started or time.time(), files=len(files))
     clock = time.monotonic()
+    keys = keys if keys is not None else read_key_logs(settings.decode.tls_keylogs)
 
     def phase(name: str, following: str | None = None, **info) -> None:
         nonlocal clock
@@ -132,7 +135,8 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         context = RunContext(span.last_ts_ns, span.closing_source)
         phase("read", "decoding", segments=sum(n for read in units[1].values() for n in read.staged.values()))
         parts = flow_parts(sum(max(f.size, 0) for f in files), spark.sparkContext.defaultParallelism)
-        written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, parts, context)
+        written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, parts, context,
+                                keys)
         phase("decode", "message flows")
         if any(f.table in (PUBLISHES.name, DELIVERIES.name) for f in written):
             written += flows_stage(spark, parts, settings, staging, sink.table_root(), run_id)
@@ -201,9 +205,11 @@ def buckets_of(spark, settings: Settings) -> int:
 # -- stage 2 -------------------------------------------------------------------------------------
 
 def decode_stage(spark, files, units, settings: Settings, staging: str, root: str, run_id: str, flow_parts: int,
-                 context: RunContext | None = None) -> list[TableFile]:
+                 context: RunContext | None = None, keys=None) -> list[TableFile]:
     """Every bucket with segments -> one task each; the table files they wrote. They also stage
-    message_flows' sides (amqpcap.job.stages.flows) in `flow_parts` parts."""
+    message_flows' sides (amqpcap.job.stages.flows) in `flow_parts` parts. `keys`: the TLS key
+    log, to the tasks in a broadcast (in the executors' memory, never in a file of the job's or
+    the lake's; destroyed when the stage is done)."""
     from amqpcap.job.stages.decode import decode_task
     from amqpcap.job.stages.numbering import number_units
     plans, staged = units
@@ -211,10 +217,15 @@ def decode_stage(spark, files, units, settings: Settings, staging: str, root: st
     if not work:
         return []
     bases = number_units(plans, staged, staging)  # Wireshark's frame.number, tcp.stream
+    shipped = spark.sparkContext.broadcast(keys) if keys else None
     task = functools.partial(decode_task, staging=staging, uris=[f.uri for f in files],
                              settings_json=settings.to_json(), run_id=run_id, root=root,
-                             context=context or RunContext(), bases=bases, flow_parts=flow_parts)
-    return spark.sparkContext.parallelize(work, len(work)).mapPartitions(task).collect()
+                             context=context or RunContext(), bases=bases, flow_parts=flow_parts, keys=shipped)
+    try:
+        return spark.sparkContext.parallelize(work, len(work)).mapPartitions(task).collect()
+    finally:
+        if shipped is not None:
+            shipped.destroy()
 
 
 # -- stage 3 -------------------------------------------------------------------------------------

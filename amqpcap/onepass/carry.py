@@ -24,6 +24,7 @@ from amqpcap.connection.record import Record, new_record
 from amqpcap.onepass.state import SavedState, continues, load, restore, save
 from amqpcap.onepass.tabulate import Tabulator
 from amqpcap.settings import Settings
+from amqpcap.tls.keylog import KeyLog
 
 NOT_RESUMED = "state-not-resumed"  # the issue kind of a saved state that did not fit
 
@@ -37,14 +38,15 @@ class Resumption(NamedTuple):
 
 class CarryingDecoder:
     def __init__(self, settings: Settings, capture_names: list[str], emit, run_id: str | None = None,
-                 saved: Iterable[SavedState] = ()) -> None:
+                 saved: Iterable[SavedState] = (), keys: KeyLog | None = None) -> None:
         """`saved`: states earlier runs saved (several per 4-tuple, over time: the latest before a
-        connection's first packet is tried)."""
+        connection's first packet is tried). `keys`: the TLS key log (a carried TLS connection's
+        keys are found in it again)."""
         self.settings = settings
         self.capture_names = capture_names
         self._emit = emit
         self.tabulator = Tabulator.for_settings(self._tagged, settings, run_id)
-        self.decoder = SegmentDecoder(settings, capture_names, resumable=settings.state.carry)
+        self.decoder = SegmentDecoder(settings, capture_names, resumable=settings.state.carry, keys=keys)
         self.decoder.tracker.on_open = self._on_open
         self.saved: dict[str, list[SavedState]] = {}
         for state in saved:
@@ -95,7 +97,8 @@ class CarryingDecoder:
             idle_ns = int(self.settings.state.idle_limit_seconds * 1e9)
             for tcp in list(self.decoder.tracker._unique()):
                 amqp = tcp.sink
-                if tcp.closed or tcp.ended or amqp.status != "amqp" or capture_end_ns - tcp.last_ts_ns > idle_ns:
+                if tcp.closed or tcp.ended or (amqp.status != "amqp" and amqp.tls is None) \
+                        or capture_end_ns - tcp.last_ts_ns > idle_ns:
                     continue
                 analyzer = self.tabulator.analytics.open.get(amqp.id)
                 blob = save(amqp, analyzer, self.tabulator.seq.get(amqp.id, 0), self.capture_names)

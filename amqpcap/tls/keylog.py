@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from amqpcap.capture.inputs import list_inputs, open_input
+from amqpcap.capture.inputs import list_inputs, local_path, open_input
 
 # The labels of TLS 1.2's master secret and TLS 1.3's traffic secrets (RFC 8446, 7.1), with the
 # size each secret must have (TLS 1.3's: the suite's hash, 32 or 48)
@@ -108,8 +108,10 @@ def parse_key_log(text: str, source: str, into: KeyLog | None = None) -> KeyLog:
         if label in OTHER_LABELS or label not in SECRET_SIZES:
             if label == "RSA" or label.startswith(("RSA", "PMS")):
                 continue  # Wireshark's own forms, with other fields: not ours to check
-            _hex(random_hex, source, number, "second")
-            continue
+            if len(random_hex) != 2 * RANDOM_BYTES or not _is_hex(random_hex):
+                raise KeyLogError(source, number, "neither a label this decoder uses nor a client random after "
+                                                  "another (a key log line is: label, client random, secret)")
+            continue  # a label of another tool's (ECH, exporters...): read, not used
         client_random = _hex(random_hex, source, number, "client random")
         if len(client_random) != RANDOM_BYTES:
             raise KeyLogError(source, number, f"the client random has {len(client_random)} bytes, not {RANDOM_BYTES}")
@@ -120,6 +122,14 @@ def parse_key_log(text: str, source: str, into: KeyLog | None = None) -> KeyLog:
         keys.add(client_random, label, secret)
     keys.sources += 1
     return keys
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        bytes.fromhex(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _hex(text: str, source: str, number: int, what: str) -> bytes:
@@ -140,13 +150,14 @@ def read_key_logs(paths: Iterable[str]) -> KeyLog:
         if not found or all(entry.size < 0 for entry in found):
             raise KeyLogError(path, None, "no such file or directory")
         for entry in found:
+            name = local_path(entry.uri) or entry.uri  # (a local file by its path, as users know it)
             if entry.size < 0:
-                raise KeyLogError(entry.uri, None, "no such file")
+                raise KeyLogError(name, None, "no such file")
             try:
                 with open_input(entry.uri) as f:
                     data = f.read()
             except OSError as error:
-                raise KeyLogError(entry.uri, None, f"cannot be read ({error.strerror or error})") from None
+                raise KeyLogError(name, None, f"cannot be read ({error.strerror or error})") from None
             # (latin-1 reads any bytes: what is not a key log fails on its line, with its number)
-            parse_key_log(data.decode("latin-1"), entry.uri, keys)
+            parse_key_log(data.decode("latin-1"), name, keys)
     return keys

@@ -71,12 +71,10 @@ class TlsCapture:
     session: object = None  # the client's session, to resume
 
 
-def conversation(frames: list, version: str = "TLSv1.3", ciphers: str | None = None, etm: bool = True,
-                 keylog: Path | None = None, session=None, alpn: list[str] | None = None,
-                 max_record: int | None = None) -> tuple[list, dict, ssl.SSLObject]:
-    """The TLS bytes each direction sends, in order ((direction, bytes) chunks), for `frames`
-    (craft.Frame: direction and data) carried over one TLS connection; the plaintext per
-    direction; the client's SSLObject (its cipher, version, session)."""
+def contexts(version: str = "TLSv1.3", ciphers: str | None = None, etm: bool = True, keylog: Path | None = None,
+             alpn: list[str] | None = None, server_options: int = 0) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(client, server) contexts of one version (and cipher list, for TLS 1.2); the client's key
+    log at `keylog`. Connections of the same contexts can resume each other's sessions."""
     chain, key = certificate()
     tls_version = getattr(ssl.TLSVersion, version.replace(".", "_"))
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -91,11 +89,22 @@ def conversation(frames: list, version: str = "TLSv1.3", ciphers: str | None = N
     if not etm:
         server_context.options |= OP_NO_ENCRYPT_THEN_MAC
         client_context.options |= OP_NO_ENCRYPT_THEN_MAC
+    server_context.options |= server_options
     if alpn:
         client_context.set_alpn_protocols(alpn)
         server_context.set_alpn_protocols(alpn)
     if keylog is not None:
         client_context.keylog_filename = str(keylog)
+    return client_context, server_context
+
+
+def conversation(frames: list, pair: tuple[ssl.SSLContext, ssl.SSLContext], session=None,
+                 max_record: int | None = None) -> tuple[list, dict, ssl.SSLObject]:
+    """The TLS bytes each direction sends, in order ((direction, bytes) chunks), for `frames`
+    (craft.Frame: direction and data) carried over one TLS connection of the contexts `pair`
+    (resuming `session`); the plaintext per direction; the client's SSLObject (its cipher,
+    version, session). `max_record`: the most plaintext written at once (a record each)."""
+    client_context, server_context = pair
     c_in, c_out, s_in, s_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
     client = client_context.wrap_bio(c_in, c_out, server_hostname=SNI, session=session)
     server = server_context.wrap_bio(s_in, s_out, server_side=True)
@@ -143,6 +152,17 @@ def conversation(frames: list, version: str = "TLSv1.3", ciphers: str | None = N
                     pass
             except ssl.SSLWantReadError:
                 pass
+    # both ends close with close_notify (OpenSSL keeps a TLS 1.2 session to resume only then)
+    for side, source, sink, direction in ((client, c_out, s_in, "C>S"), (server, s_out, c_in, "S>C"),
+                                          (client, c_out, s_in, "C>S")):
+        try:
+            side.unwrap()
+        except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+            pass
+        data = source.read()
+        if data:
+            out.append((direction, data))
+            sink.write(data)
     return out, plain, client
 
 
@@ -159,11 +179,12 @@ def segments(chunks: list, mss: int = MSS) -> list:
 
 
 def tls_capture(tmp_path: Path, name: str, frames: list, server=("10.1.0.9", 5671), lost=(), drop=(),
-                keylog: bool = True, **options) -> TlsCapture:
-    """A pcap of `frames` over TLS (`options`: conversation's), with its key log. `drop`: indices
-    of TCP segments the capture lost (the receiver still got them)."""
+                keylog: bool = True, max_record: int | None = None, **options) -> TlsCapture:
+    """A pcap of `frames` over TLS (`options`: contexts'), with its key log. `drop`: indices of
+    TCP segments the capture lost (the receiver still got them)."""
     keys = tmp_path / f"{name}.keys"
-    chunks, plain, client = conversation(frames, keylog=keys if keylog else None, **options)
+    pair = contexts(keylog=keys if keylog else None, **options)
+    chunks, plain, client = conversation(frames, pair, max_record=max_record)
     found = segments(chunks)
     kept = [s for i, s in enumerate(found) if i not in set(drop)]
     lost_ranges = [(s.direction, s.seq_offset, len(s.data)) for i, s in enumerate(found) if i in set(drop)]

@@ -36,24 +36,29 @@ from amqpcap.process import fewer_collections, prepare_worker
 from amqpcap.rules.common import day
 from amqpcap.settings import Settings
 from amqpcap.tables.registry import CONNECTION_STATE, RESUMPTIONS
+from amqpcap.tls.keylog import KeyLog
 
 
 def decode_task(buckets: Iterator[BucketWork], staging: str, uris: list[str], settings_json: str,
-                run_id: str, root: str, context: RunContext, bases: dict[int, int], flow_parts: int) -> Iterator[TableFile]:
-    """Buckets -> the table files written (TableFile)."""
+                run_id: str, root: str, context: RunContext, bases: dict[int, int], flow_parts: int,
+                keys=None) -> Iterator[TableFile]:
+    """Buckets -> the table files written (TableFile). `keys`: the TLS key log's broadcast (the
+    driver's: settings.decode.tls_keylogs is never read here)."""
     prepare_worker()
     settings = Settings.from_json(settings_json)
+    key_log = keys.value if keys is not None else KeyLog()
     for work in buckets:
         progress = TaskProgress(staging, f"decode-{work.bucket}")
         with fewer_collections():
-            written = decode_bucket(work, staging, uris, settings, run_id, root, progress, context, bases, flow_parts)
+            written = decode_bucket(work, staging, uris, settings, run_id, root, progress, context, bases, flow_parts,
+                                    key_log)
         progress.close()
         yield from written
 
 
 def decode_bucket(work: BucketWork, staging: str, uris: list[str], settings: Settings, run_id: str, root: str,
                   progress: TaskProgress | None = None, context: RunContext | None = None,
-                  bases: dict[int, int] | None = None, flow_parts: int = 0) -> list[TableFile]:
+                  bases: dict[int, int] | None = None, flow_parts: int = 0, keys: KeyLog | None = None) -> list[TableFile]:
     """A bucket's files' units (those that staged segments of it, in byte order, and the time they
     span). `context`: where the run's captures end. `bases` (amqpcap.job.stages.numbering): each
     unit's first record number less one; each unit's map of local TCP streams to the file's is
@@ -65,7 +70,8 @@ def decode_bucket(work: BucketWork, staging: str, uris: list[str], settings: Set
     sides = FlowSides(staging, f"b{bucket}", flow_parts) if flow_parts else None
     if sides is not None:
         sides.tap(writer)
-    decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket))
+    decoder = CarryingDecoder(settings, list(uris), writer.add, run_id, saved=staged_states(staging, bucket),
+                              keys=keys if keys is not None else KeyLog())
     filesystem, base = filesystem_of(staging)
     groups = []
     for group in _overlapping(files):
