@@ -19,8 +19,9 @@ class Capture:
     tool="dumpcap": interfaces=[(iface, filter), ...] -> pcapng with one IDB per interface."""
 
     def __init__(self, path: Path, interfaces=(("lo", None),), bpf="tcp port 5672",
-                 tool="tcpdump", nano=False):
+                 tool="tcpdump", nano=False, buffer_kib=None):
         self.path, self.interfaces, self.bpf, self.tool, self.nano = Path(path), list(interfaces), bpf, tool, nano
+        self.buffer_kib = buffer_kib  # tcpdump -B (its default 2 MiB can overflow on a burst of 64 KiB segments)
         self.proc = None
         self.stderr_path = Path("/tmp") / f"amqpcap-{self.path.name}.stderr"
 
@@ -30,6 +31,8 @@ class Capture:
             c = ["tcpdump", "-i", iface, "-w", str(self.path)]
             if self.nano:
                 c += ["--time-stamp-precision=nano"]
+            if self.buffer_kib:
+                c += ["-B", str(self.buffer_kib)]
             return c + [self.bpf]
         c = ["dumpcap", "-q"]
         for iface, filt in self.interfaces:

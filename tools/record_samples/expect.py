@@ -30,6 +30,7 @@ class Expect:
         self.cuts: list[dict] | None = None  # long_connection only: record indices to split the capture at
         self.journeys: list[dict] | None = None   # hops.py: each message_id's publishes and deliveries in order
         self.protocols: list[dict] | None = None  # protocols.py: the protocol each TCP connection speaks
+        self.tls: list[dict] | None = None        # tls.py: each TCP connection's TLS facts and methods
 
     # ---- methods
     def c(self, name: str, n: int = 1):
@@ -117,7 +118,7 @@ class Expect:
             "not_decodable": {d: dict(c) for d, c in self.not_decodable.items() if c},
             "notes": " ".join(self.notes),
         } | {k: v for k, v in (("cuts", self.cuts), ("journeys", self.journeys),
-                                ("protocols", self.protocols)) if v is not None}
+                                ("protocols", self.protocols), ("tls", self.tls)) if v is not None}
 
     def write(self, path):
         with open(path, "w") as f:

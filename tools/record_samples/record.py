@@ -30,6 +30,7 @@ def _ensure_venv() -> None:
     try:
         import aio_pika  # noqa: F401
         import amqp  # noqa: F401
+        import cryptography  # noqa: F401  (tls.py: the test CA and certificate, certificate names)
         import kombu  # noqa: F401
         import pamqp  # noqa: F401
         import pika  # noqa: F401
@@ -47,8 +48,8 @@ def _ensure_venv() -> None:
 
 
 class Ctx:
-    def __init__(self, exp, cap):
-        self.exp, self.cap = exp, cap
+    def __init__(self, exp, cap, name="", out=OUT):
+        self.exp, self.cap, self.name, self.out = exp, cap, name, out
 
     def start_capture(self):
         self.cap.start()
@@ -61,20 +62,22 @@ def run_scenario(name: str) -> None:
     from .scenarios import SCENARIOS
 
     sc = SCENARIOS[name]
-    broker.ensure_broker()
+    broker.ensure_broker(sc.tls_options)
     broker.wait_no_connections()
     broker.reset_vhost()
+    out = OUT / sc.out_dir
+    out.mkdir(parents=True, exist_ok=True)
     ext = {"pcap": ".pcap", "pcapng": ".pcapng", "pcap.gz": ".pcap"}[sc.fmt]
-    raw_path = OUT / f"{name}{ext}"
-    final = OUT / (f"{name}.pcap.gz" if sc.fmt == "pcap.gz" else f"{name}{ext}")
-    for p in (raw_path, final):
+    raw_path = out / f"{name}{ext}"
+    final = out / (f"{name}.pcap.gz" if sc.fmt == "pcap.gz" else f"{name}{ext}")
+    for p in (raw_path, final, out / f"{name}.keys"):   # .keys: the TLS scenarios' key log
         if p.exists():
             p.unlink()
     exp = Expect(name, " ".join(sc.description.split()))
     exp.broker = broker.broker_version()
     cap = Capture(raw_path, interfaces=sc.interfaces, tool="dumpcap" if sc.fmt == "pcapng" else "tcpdump",
-                  nano=sc.nano)
-    ctx = Ctx(exp, cap)
+                  nano=sc.nano, bpf=sc.bpf, buffer_kib=sc.buffer_kib)
+    ctx = Ctx(exp, cap, name, out)
     print(f"== {name}", flush=True)
     if not sc.manual_capture:
         cap.start()
@@ -94,10 +97,12 @@ def run_scenario(name: str) -> None:
             shutil.copyfileobj(src, dst)
         raw_path.unlink()
     final.chmod(0o644)
+    if (out / f"{name}.keys").exists():
+        (out / f"{name}.keys").chmod(0o644)
     exp.capture = {"file": final.name, "format": sc.fmt, "link_types": list(sc.link_types),
                    "timestamp_resolution": "ns" if (sc.nano or sc.fmt == "pcapng") else "us",
                    "starts_mid_stream": bool(exp.capture.get("starts_mid_stream"))}
-    exp.write(OUT / f"{name}.expected.json")
+    exp.write(out / f"{name}.expected.json")
     print(f"   wrote {final.relative_to(REPO)} ({final.stat().st_size} bytes)", flush=True)
 
 
@@ -124,6 +129,9 @@ def main(argv=None) -> int:
         for n in names:
             run_scenario(n)
             time.sleep(0.5)
+        if any(SCENARIOS[n].tls_options for n in names):  # give the broker its usual TLS options back
+            from . import broker
+            broker.ensure_broker()
     if args.no_verify:
         return 0
     from .verify import verify_all

@@ -30,6 +30,10 @@ class Scenario:
     link_types: tuple = ("EN10MB",)
     nano: bool = False
     manual_capture: bool = False  # the scenario starts the capture itself (mid-stream)
+    out_dir: str = ""            # below data/samples/ (tls.py: "tls")
+    bpf: str = "tcp port 5672"   # the capture filter
+    tls_options: dict | None = None  # Erlang ssl options for the broker's TLS listener (broker.ensure_broker)
+    buffer_kib: int | None = None    # tcpdump -B
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -823,4 +827,4 @@ def protocol_headers(ctx):
 
 
 # scenarios kept in their own modules register themselves on import
-from . import hops, long_connection, other_clients, protocols  # noqa: E402,F401
+from . import hops, long_connection, other_clients, protocols, tls  # noqa: E402,F401

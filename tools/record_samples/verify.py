@@ -15,8 +15,23 @@ FIELDS = ["tcp.dstport", "amqp.type", "amqp.method.class", "amqp.method.method",
 WITH_CODE = ("connection.close", "channel.close", "basic.return")
 
 
-def tshark_counts(path: Path) -> dict:
-    cmd = ["tshark", "-r", str(path), "-d", "tcp.port==5672,amqp", "-Y", "amqp", "-T", "fields",
+SERVER_PORTS = ("5672",)
+TLS_SERVER_PORTS = ("5671", "5672", "5676")   # tls.py: RabbitMQ TLS, RabbitMQ plain, stunnel
+
+
+def tls_args(path: Path, exp: dict | None) -> list[str]:
+    """tshark options that decrypt a TLS sample with its key log (<scenario>.keys beside it)."""
+    if not exp or "tls" not in exp:
+        return []
+    keys = path.with_name(f"{exp['scenario']}.keys")
+    return ["-o", f"tls.keylog_file:{keys}", "-d", "tcp.port==5671,tls", "-d", "tls.port==5671,amqp",
+            "-d", "tcp.port==5676,tls", "-d", "tls.port==5676,amqp"]
+
+
+def tshark_counts(path: Path, exp: dict | None = None, stream: int | None = None) -> dict:
+    servers = TLS_SERVER_PORTS if exp and "tls" in exp else SERVER_PORTS
+    cmd = ["tshark", "-r", str(path), *tls_args(path, exp), "-d", "tcp.port==5672,amqp",
+           "-Y", "amqp" if stream is None else f"amqp && tcp.stream == {stream}", "-T", "fields",
            "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,"]
     for f in FIELDS:
         cmd += ["-e", f]
@@ -30,7 +45,7 @@ def tshark_counts(path: Path) -> dict:
     ack_multiple = redelivered = max_body = 0
     for line in out.splitlines():
         dport, types, classes, meths, rcodes, mult, redel, bsize = (line.split("\t") + [""] * 8)[:8]
-        d = "C>S" if dport == "5672" else "S>C"
+        d = "C>S" if dport in servers else "S>C"
         hb[d] += [t for t in types.split(",") if t].count("8")
         rc = [int(x) for x in rcodes.split(",") if x]
         mult = [x in ("1", "True") for x in mult.split(",") if x]
@@ -152,15 +167,17 @@ def verify_cuts(out_dir: Path, exp: dict) -> list[str]:
 
 
 def verify_all(out_dir: Path, names) -> bool:
+    from .scenarios import SCENARIOS
     ok = True
     print("\n| capture | tshark vs expected.json |\n|---|---|")
+    tls_reports = []
     for n in names:
-        ej = out_dir / f"{n}.expected.json"
+        ej = out_dir / SCENARIOS[n].out_dir / f"{n}.expected.json" if n in SCENARIOS else out_dir / f"{n}.expected.json"
         if not ej.exists():
             print(f"| {n} | no expected.json |"); ok = False
             continue
         exp = json.loads(ej.read_text())
-        got = tshark_counts(out_dir / exp["capture"]["file"])
+        got = tshark_counts(ej.parent / exp["capture"]["file"], exp)
         diffs = compare(exp, got)
         hbs = got["heartbeats"]
         if diffs and exp["capture"]["starts_mid_stream"] and not any(got["methods"][d] for d in got["methods"]):
@@ -181,5 +198,145 @@ def verify_all(out_dir: Path, names) -> bool:
                   + ("agree (methods before each cut; record before/after inside one body frame)" if not cdiffs
                      else "DIFFER: " + "; ".join(cdiffs)) + " |")
             diffs = diffs + cdiffs
+        if "tls" in exp:
+            tdiffs, report = verify_tls(ej.parent / exp["capture"]["file"], exp)
+            print(f"| {exp['capture']['file']} TLS handshakes and per-connection methods | "
+                  + ("agree" if not tdiffs else "DIFFER: " + "; ".join(tdiffs)) + " |")
+            tls_reports.append((exp["capture"]["file"], report))
+            diffs = diffs + tdiffs
         ok = ok and all(x.startswith("note:") for x in diffs)
+    for f, report in tls_reports:
+        print(f"\n{f} (tshark, per TCP connection):")
+        for line in report:
+            print("  " + line)
     return ok
+
+
+# ------------------------------------------------------------------ TLS samples
+# the suites tls.py uses, by code point (tshark prints the ServerHello's as a number)
+SUITES = {0xc02f: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", 0xc030: "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+          0xcca8: "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", 0xc013: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+          0xc027: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", 0xc028: "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+          0x009c: "TLS_RSA_WITH_AES_128_GCM_SHA256", 0x1301: "TLS_AES_128_GCM_SHA256",
+          0x1302: "TLS_AES_256_GCM_SHA384", 0x1303: "TLS_CHACHA20_POLY1305_SHA256"}
+HRR_RANDOM = "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c"
+TLS_FIELDS = ["tcp.stream", "tcp.srcport", "tcp.dstport", "tls.handshake.type", "tls.handshake.ciphersuite",
+              "tls.handshake.extensions_server_name", "tls.handshake.extensions.supported_version",
+              "tls.handshake.random", "tls.handshake.extension.type", "tls.handshake.extension.len",
+              "tls.handshake.extensions_alpn_str", "tls.handshake.key_update.request_update", "tls.handshake.version"]
+
+
+def _ints(x: str) -> list[int]:
+    return [int(v, 0) for v in x.split(",") if v]
+
+
+def tls_handshakes(path: Path, exp: dict) -> dict:
+    """Per TCP connection (by client port): what tshark, given the key log, sees of its TLS
+    handshake: version, the ServerHello's suite, SNI, ALPN offered and chosen, encrypt-then-MAC,
+    resumption, HelloRetryRequest and KeyUpdates per direction."""
+    cmd = ["tshark", "-r", str(path), *tls_args(path, exp), "-Y", "tls.handshake", "-T", "fields",
+           "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,"]
+    for f in TLS_FIELDS:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    conns: dict[int, dict] = {}
+    for line in out.splitlines():
+        (stream, sport, dport, types, suites, sni, svers, randoms, etypes, elens, alpn, kureq,
+         hvers) = (line.split("\t") + [""] * 13)[:13]
+        to_server = dport in TLS_SERVER_PORTS
+        port = int(sport) if to_server else int(dport)
+        c = conns.setdefault(port, {"stream": int(stream), "server_port": int(dport if to_server else sport),
+                                    "client_hellos": 0, "server_hellos": [], "sni": None, "alpn_offered": [],
+                                    "alpn": None, "server_ext": [], "ticket_offered": False, "certificate": False,
+                                    "key_updates": {"C>S": [], "S>C": []}, "version": None, "suite": None})
+        types = _ints(types)
+        if to_server:
+            if 1 in types:
+                c["client_hellos"] += 1
+                c["sni"] = sni or None
+                c["alpn_offered"] = [a for a in alpn.split(",") if a]
+                ets, els = _ints(etypes), _ints(elens)
+                c["ticket_offered"] = any(t == 35 and n > 0 for t, n in zip(ets, els))
+        else:
+            if 2 in types:
+                rnd = randoms.split(",")[0].replace(":", "")
+                c["server_hellos"].append(rnd)
+                c["suite"] = SUITES.get(_ints(suites)[-1], suites)
+                sv = _ints(svers)
+                c["version"] = "TLSv1.3" if 0x0304 in sv else {0x0303: "TLSv1.2"}.get(_ints(hvers)[0], hvers)
+                c["server_ext"] = _ints(etypes)
+            elif etypes:
+                c["server_ext"] += _ints(etypes)   # TLS 1.3 EncryptedExtensions (decrypted)
+            if alpn:
+                c["alpn"] = alpn.split(",")[0]
+            if 11 in types:
+                c["certificate"] = True
+        if 24 in types:
+            c["key_updates"]["C>S" if to_server else "S>C"] += _ints(kureq)
+    return conns
+
+
+def verify_tls(path: Path, exp: dict) -> tuple[list[str], list[str]]:
+    """Each `tls` entry against tshark's view of the same connection (found by client port), and
+    each connection's AMQP methods per direction against tshark's for its TCP stream (nothing for a
+    TLS connection the key log does not cover)."""
+    conns = tls_handshakes(path, exp)
+    diffs, report = [], []
+    for i, e in enumerate(exp["tls"]):
+        c = conns.get(e["client_port"])
+        tag = f"connection {i + 1} (port {e['client_port']})"
+        if not e["tls"]:
+            if c:
+                diffs.append(f"{tag}: plain connection, but tshark saw a TLS handshake")
+            report.append(f"{tag}: plain AMQP (no TLS handshake)")
+            got = tshark_counts(path, exp, stream=_stream_of(path, e["client_port"]))["methods"]
+            diffs += _method_diffs(tag, e["methods"], got)
+            continue
+        if not c:
+            diffs.append(f"{tag}: no TLS handshake seen by tshark"); continue
+        resumed = None
+        if c["version"] == "TLSv1.3" and 41 in c["server_ext"]:
+            resumed = "psk"
+        elif c["version"] == "TLSv1.2" and not c["certificate"]:
+            resumed = "ticket" if c["ticket_offered"] else "session-id"
+        hrr = bool(c["server_hellos"]) and c["server_hellos"][0] == HRR_RANDOM
+        seen = {"version": c["version"], "cipher_suite": c["suite"], "sni": c["sni"],
+                "alpn_offered": c["alpn_offered"], "resumed": resumed, "hello_retry": hrr,
+                "encrypt_then_mac": (22 in c["server_ext"]) if c["version"] == "TLSv1.2" else None}
+        if e["key_logged"] or e["version"] == "TLSv1.2":   # TLS 1.3 ALPN is in EncryptedExtensions
+            seen["alpn"] = c["alpn"]
+        if e["key_logged"] and e["key_updates"] is not None:
+            seen["key_updates"] = {d: len(v) for d, v in c["key_updates"].items()}
+        for k, v in seen.items():
+            if e[k] != v:
+                diffs.append(f"{tag} {k}: expected {e[k]!r}, tshark {v!r}")
+        if hrr and c["client_hellos"] != 2:
+            diffs.append(f"{tag}: HelloRetryRequest but {c['client_hellos']} ClientHellos")
+        ku = {d: v for d, v in c["key_updates"].items() if v}
+        report.append(f"{tag} -> {c['server_port']}: {c['version']}, ciphersuite {c['suite']}, SNI {c['sni']}, "
+                      f"ALPN offered {c['alpn_offered']} chosen {c['alpn']}, ClientHellos {c['client_hellos']}"
+                      + (", HelloRetryRequest" if hrr else "") + (f", resumed ({resumed})" if resumed else "")
+                      + (f", EtM {'yes' if seen['encrypt_then_mac'] else 'no'}" if c["version"] == "TLSv1.2" else "")
+                      + (f", KeyUpdate request_update values {ku}" if ku else ""))
+        got = tshark_counts(path, exp, stream=c["stream"])["methods"]
+        if e["key_logged"]:
+            diffs += _method_diffs(tag, e["methods"], got)
+        elif any(got[d] for d in got):
+            diffs.append(f"{tag}: not in the key log, but tshark decoded AMQP methods on it")
+    return diffs, report
+
+
+def _stream_of(path: Path, client_port: int) -> int:
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", f"tcp.port == {client_port}", "-T", "fields",
+                          "-e", "tcp.stream", "-c", "1"], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def _method_diffs(tag: str, want: dict, got: dict) -> list[str]:
+    out = []
+    for d in ("C>S", "S>C"):
+        w, g = Counter(want[d]), got[d]
+        for name in sorted(set(w) | set(g)):
+            if w[name] != g[name]:
+                out.append(f"{tag} {d} {name}: expected {w[name]}, tshark {g[name]}")
+    return out
