@@ -141,5 +141,7 @@ class ConnectionEnds:
                      "last_client_frame_ns": facts.last_client_ns, "close": close,
                      "syn_seen": summary["syn_seen"], "client_decided_by": summary["client_decided_by"],
                      "directions": {label: dict(directions[label]) for label in sorted(directions)}}
+        if "tls" in summary:  # (a TLS connection's: its handshake, as the tls_connections table has it)
+            end["tls"] = summary["tls"]
         return end
 

@@ -1,13 +1,14 @@
 """What `amqpcap decode --stats` shows: a summary of the analytics rows of some captures, without
-Spark. Per connection: peers, user, vhost, how it ended; errors by reply code; and latency
-percentiles: deliver->ack per queue and consumer, publish->confirm per exchange and routing key,
-RPC per request method. Fed by the same state machines as the lake (`Stats.emit`)."""
+Spark. Per connection: peers, user, vhost, how it ended; per TLS connection its handshake and
+whether it was decrypted; errors by reply code; and latency percentiles: deliver->ack per queue and
+consumer, publish->confirm per exchange and routing key, RPC per request method. Fed by the same
+state machines as the lake (`Stats.emit`)."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from amqpcap.tables.registry import CONNECTIONS, DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS, Table
+from amqpcap.tables.registry import CONNECTIONS, DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS, TLS_CONNECTIONS, Table
 
 PERCENTILES = (50, 95, 99)
 # what --stats shows of each connections row (key shown -> column)
@@ -17,6 +18,9 @@ CONNECTION_FACTS = {"connection": "connection", "client": "client", "server": "s
                     "vhost": "vhost", "connection_name": "connection_name", "saw_start": "saw_start",
                     "end_reason": "end_reason", "close_code": "close_code", "close_text": "close_text",
                     "messages_published": "messages_published", "messages_delivered": "messages_delivered"}
+# what it shows of each tls_connections row
+TLS_FACTS = ("connection", "client", "server", "version", "cipher_suite", "sni", "alpn", "resumed", "key_logged",
+             "decrypted", "handshake_ms", "cert_subject", "alerts")
 
 
 def percentile(ordered: list[float], p: float) -> float:
@@ -37,6 +41,7 @@ def latency_summary(values: list[float]) -> dict:
 class Stats:
     def __init__(self) -> None:
         self.connections: list[dict] = []
+        self.tls: list[dict] = []
         self.errors: Counter = Counter()  # (method, reply code, name) -> count
         self.acks: dict[tuple, list[float]] = defaultdict(list)  # (queue, consumer tag) -> ms
         self.outcomes: Counter = Counter()  # delivery outcome -> count
@@ -48,6 +53,8 @@ class Stats:
     def emit(self, table: Table, row: dict) -> None:
         if table is CONNECTIONS:
             self.connections.append(row)
+        elif table is TLS_CONNECTIONS:
+            self.tls.append({key: row.get(key) for key in TLS_FACTS})
         elif table is ERRORS:
             self.errors[(row["method"], row["reply_code"], row["reply_name"])] += 1
         elif table is DELIVERIES:
@@ -68,6 +75,7 @@ class Stats:
         return {
             "connections": [{key: c.get(column) for key, column in CONNECTION_FACTS.items()} for c in amqp],
             "other_connections": dict(Counter(c["status"] for c in self.connections if c["status"] != "amqp")),
+            "tls_connections": self.tls,
             "errors": [{"method": m, "reply_code": code, "reply_name": name, "count": n}
                        for (m, code, name), n in sorted(self.errors.items(), key=lambda kv: -kv[1])],
             "deliveries": {"outcomes": dict(self.outcomes), "ack_latency": [
@@ -103,6 +111,12 @@ def render_text(summary: dict) -> str:
             c["user"], c["vhost"], (c["end_reason"] or "") + (f" {c['close_code']}" if c["close_code"] not in (None, 200, 0)
                                                         else ""), c["messages_published"], c["messages_delivered"]]
            for c in conns])
+    tls = summary["tls_connections"]
+    table(f"TLS connections ({len(tls)}, {sum(bool(t['decrypted']) for t in tls)} decrypted)",
+          ["client", "server", "version", "cipher suite", "sni", "resumed", "decrypted", "handshake ms"],
+          [[t["client"], t["server"], t["version"], t["cipher_suite"], t["sni"], t["resumed"] or "",
+            "yes" if t["decrypted"] else "no key" if not t["key_logged"] else "no",
+            round(t["handshake_ms"], 1) if t["handshake_ms"] is not None else None] for t in tls])
     table("errors", ["method", "code", "name", "count"],
           [[e["method"], e["reply_code"], e["reply_name"], e["count"]] for e in summary["errors"]])
     latency = ["count", *[f"p{p} ms" for p in PERCENTILES], "max ms"]

@@ -68,6 +68,9 @@ UNDECRYPTABLE = "tls-undecryptable"  # records that did not open with the keys t
 MALFORMED = "tls-malformed"  # a handshake message that does not parse
 ALERT_ISSUE = "tls-alert"  # an alert other than close_notify
 MAX_SEARCH = 1 << 16  # sequence numbers tried for the first record after records of unknown number were lost
+# A direction's records held while the other side's hello, which their keys need, has not been
+# seen yet (a capture that reordered the directions); past this they are read as they are
+MAX_WAITING = 1 << 20
 TLS13 = 0x0304
 
 ALERTS = {0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac", 21: "decryption_failed",
@@ -119,7 +122,7 @@ class Direction:
                  "undecryptable_records", "key_updates", "opaque_kind", "opaque_why", "opaque_bytes",
                  "opaque_records", "opaque_start", "opaque_end", "opaque_first", "opaque_last", "finished_ns",
                  "keyed", "failed", "failed_bytes", "failed_start", "failed_end", "failed_first", "failed_last",
-                 "failed_why", "early_seq", "app_overhead")
+                 "failed_why", "early_seq", "app_overhead", "waiting", "waiting_bytes", "waited")
 
     def __init__(self, layer: "TlsLayer", direction: int) -> None:
         self.reader = RecordReader(layer, direction)
@@ -131,6 +134,11 @@ class Direction:
         self.secret: bytes | None = None  # TLS 1.3: the current traffic secret (never saved)
         self.early: Protection | None = None  # TLS 1.3: the client's early-data keys, while they may be used
         self.early_seq = 0
+        # records that came before the other side's hello their keys need: (ctype, header, fragment,
+        # start, first, ts_ns, capture, record), read once it has come (None: none held)
+        self.waiting: list | None = None
+        self.waiting_bytes = 0
+        self.waited = False  # it held records once and let them go: it never holds any again
         self.generation = 0  # TLS 1.3: KeyUpdates of the application secret
         self.keyed = False  # keys were found for its current stage
         self.plain_offset = 0  # the decrypted stream's next offset
@@ -173,7 +181,9 @@ class Direction:
                 "opaque": [self.opaque_kind, self.opaque_why, self.opaque_bytes, self.opaque_records,
                            self.opaque_start, self.opaque_end, place(self.opaque_first), place(self.opaque_last)],
                 "failed": [self.failed, self.failed_bytes, self.failed_start, self.failed_end,
-                           place(self.failed_first), place(self.failed_last), self.failed_why]}
+                           place(self.failed_first), place(self.failed_last), self.failed_why],
+                "waiting": [(c, h, f, s, place(first), ts, name(capture), r)
+                            for c, h, f, s, first, ts, capture, r in self.waiting or ()], "waited": self.waited}
 
     def restore(self, state: dict, index) -> None:
         def place(at):
@@ -193,6 +203,11 @@ class Direction:
         (self.failed, self.failed_bytes, self.failed_start, self.failed_end, first, last,
          self.failed_why) = state["failed"]
         self.failed_first, self.failed_last = place(first), place(last)
+        waiting = state.get("waiting") or []
+        self.waiting = [(c, h, f, s, place(first), ts, index(capture), r)
+                        for c, h, f, s, first, ts, capture, r in waiting] or None
+        self.waiting_bytes = sum(len(item[2]) + HEADER for item in waiting)
+        self.waited = state.get("waited", False)
 
 
 class TlsLayer(RecordSink):
@@ -244,6 +259,7 @@ class TlsLayer(RecordSink):
         """The stream ended: what is not framed is lost, what was counted is told."""
         for direction, d in enumerate(self.dirs):
             d.reader.finish(ts_ns)
+            self._release(direction)
             if d.search >= 0:
                 self._issue(direction, GAP, d.search_why + "; the stream ended before decryption could resume",
                             d.search, d.search_at, d.search_at + d.search, (d.search_first[0], ts_ns, d.search_first[1],
@@ -251,6 +267,7 @@ class TlsLayer(RecordSink):
                 d.search = -1
             self._tell_failed(direction)
             self._tell_opaque(direction)
+            self._tell_not_tls(direction)
 
     # -- RecordSink ------------------------------------------------------------------------------
 
@@ -259,8 +276,19 @@ class TlsLayer(RecordSink):
         direction = reader.direction
         d = self.dirs[direction]
         size = HEADER + len(fragment)
+        if d.waiting is not None or not d.waited and self._waits(direction, ctype, fragment):
+            if d.waiting is None:
+                d.waiting = []
+            d.waiting.append((ctype, header, fragment, start, first, ts_ns, capture, record))
+            d.waiting_bytes += size
+            if d.waiting_bytes > MAX_WAITING:
+                self._release(direction)
+            return
         protection = d.protection
-        clear = ctype == CHANGE_CIPHER_SPEC and (self.version == TLS13 or not d.encrypted)  # (TLS 1.3's: never protected)
+        # in clear: TLS 1.3's ChangeCipherSpec and outer handshake records (a ClientHello after a
+        # HelloRetryRequest) are never protected; TLS 1.2's ChangeCipherSpec is until keys are on
+        clear = (ctype == CHANGE_CIPHER_SPEC or ctype == HANDSHAKE) and self.version == TLS13 \
+            or ctype == CHANGE_CIPHER_SPEC and not d.encrypted
         if protection is not None and not clear:
             try:
                 if d.search >= 0:
@@ -331,6 +359,8 @@ class TlsLayer(RecordSink):
         direction = reader.direction
         d = self.dirs[direction]
         size = end - start
+        self._tell_failed(direction)  # (what is told of the bytes before, first: issues' ranges do not overlap)
+        self._tell_opaque(direction)
         if d.messages.pending():  # a handshake message cut: what was gathered of it goes too
             d.messages.clear()
         decrypting = d.protection is not None and kind != TRUNCATED
@@ -352,6 +382,26 @@ class TlsLayer(RecordSink):
 
     def not_tls(self, reader: RecordReader, offset: int, first: tuple) -> None:
         pass  # counted by the reader from `offset`; told at the end (_tell_opaque)
+
+    # -- records that wait for the other side's hello ---------------------------------------------
+
+    def _waits(self, direction: int, ctype: int, fragment: bytes) -> bool:
+        """Whether this record's keys hang on a hello the other side has not been seen to send:
+        the client's records after its ClientHello before any ServerHello (in a capture that put a
+        later packet of the client's first), or a ServerHello before the ClientHello."""
+        if self.client < 0:
+            return ctype == HANDSHAKE and fragment[:1] == bytes([hs.SERVER_HELLO])
+        return direction == self.client and self.client_random is not None and self.server_random is None \
+            and not (self.hello_retry and ctype == HANDSHAKE)
+
+    def _release(self, direction: int) -> None:
+        """The records a direction held, read now, in their order."""
+        d = self.dirs[direction]
+        waiting, d.waiting, d.waiting_bytes = d.waiting, None, 0
+        if waiting is not None:
+            d.waited = True
+        for item in waiting or ():
+            self.record(d.reader, *item)
 
     # -- decryption --------------------------------------------------------------------------------
 
@@ -492,14 +542,19 @@ class TlsLayer(RecordSink):
             d.finished_ns = first[0]  # its first encrypted handshake record: its Finished
             self._maybe_done()
 
-    def _tell_opaque(self, direction: int) -> None:
-        d = self.dirs[direction]
-        reader = d.reader
-        if reader.opaque_from >= 0:  # never TLS records
+    def _tell_not_tls(self, direction: int) -> None:
+        """A direction whose bytes were never TLS records: counted, told once at the end."""
+        reader = self.dirs[direction].reader
+        if reader.opaque_from >= 0:
             size = reader.end - reader.opaque_from
             first = reader.opaque_first
             self._issue(direction, NOT_DECODED, f"{size} bytes that are not TLS records: counted, not decoded", size,
                         reader.opaque_from, reader.end, (first[0], first[0], first[1], first[2], 0))
+
+    def _tell_opaque(self, direction: int) -> None:
+        """The encrypted records counted since the last told: one issue (a loss between two runs of
+        them ends the first, so that no issue's range holds another's bytes)."""
+        d = self.dirs[direction]
         if not d.opaque_records:
             return
         first, last = d.opaque_first, d.opaque_last
@@ -528,6 +583,7 @@ class TlsLayer(RecordSink):
             if self.client < 0:
                 self.client = direction
                 self.sink.tls_client(direction)
+                self._release(1 - direction)  # (a ServerHello that came first)
             if self.client_random is not None and hello.random != self.client_random and self.done_ns >= 0:
                 self.renegotiations += 1
             if self.client_random is None:
@@ -566,6 +622,7 @@ class TlsLayer(RecordSink):
                 self._keys13(1 - direction, CLIENT_HANDSHAKE, HANDSHAKE_KEYS)
             elif self.client_session_id and hello.session_id == self.client_session_id:
                 self.resumed = "ticket" if self.ticket_offered else "session-id"
+            self._release(1 - direction)  # (the client's records that came before it)
         elif kind == hs.CERTIFICATE:
             if direction != self.client and self.certificate is None:
                 der = hs.leaf_certificate(body, self.version == TLS13)
@@ -722,6 +779,8 @@ class TlsLayer(RecordSink):
         knows: amqpcap.decodeview.order.)"""
         for d in self.dirs:
             low = d.reader.earliest_pending(low)
+            if d.waiting and d.waiting[0][4][0] < low:
+                low = d.waiting[0][4][0]
             if d.search >= 0 and d.search_first[0] < low:
                 low = d.search_first[0]
             if d.failed and d.failed_first[0] < low:

@@ -1046,3 +1046,93 @@ def codec_input(ch: Chooser) -> bytes:
         return ch.blob(64)
     payload = ch.blob(48)
     return frame(ch.pick([1, 2, 3, 4, 8]), ch.int(0, 2), payload)
+
+
+# -- TLS records (a TLS conversation's segments) -----------------------------------------------------
+
+TLS_SEEDS = ["tls/tls12_gcm.pcap", "tls/tls12_chacha.pcap", "tls/tls13_hello_retry.pcap", "tls/tls_mixed_plain.pcap",
+             "tls/tls_partial_keys.pcap", "tls/tls_go_client.pcap"]
+
+
+def tls_records(conv: Conversation) -> list[tuple]:
+    """Every TLS record of the conversation's streams, found by walking 5-byte record headers
+    from each direction's first byte (independently of amqpcap): (src, dst, stream offset,
+    record length with its header, content type). A stream that is not TLS yields none."""
+    streams: dict = {}
+    for s in conv.segments:
+        if s.payload:
+            streams.setdefault(s.key, bytearray())
+            data = streams[s.key]
+            if s.offset == len(data):
+                data += s.payload
+    out = []
+    for (src, dst), data in streams.items():
+        at = 0
+        while at + 5 <= len(data) and data[at] in (20, 21, 22, 23, 24) and data[at + 1] == 3:
+            size = 5 + int.from_bytes(data[at + 3:at + 5], "big")
+            out.append((src, dst, at, size, data[at]))
+            at += size
+    return out
+
+
+def _segment_at(conv: Conversation, src, dst, offset: int):
+    return next((k for k, s in enumerate(conv.segments) if s.payload and s.src == src and s.dst == dst
+                 and s.offset <= offset < s.offset + len(s.payload) and not s.control), None)
+
+
+def _changed(conv: Conversation, index: int, at: int, new: int) -> list[Seg]:
+    segments = list(conv.segments)
+    s = segments[index]
+    payload = bytearray(s.payload)
+    payload[at - s.offset] = new
+    segments[index] = Seg(s.ts_ns, s.src, s.dst, s.seq, s.ack, s.flags, bytes(payload), s.offset)
+    return segments
+
+
+def corrupt_record_header(conv: Conversation, ch: Chooser) -> StreamMutant:
+    """A TLS record's type, version or length changed: framing must resynchronise, or count."""
+    records = tls_records(conv)
+    if not records:
+        return flip_payload(conv, ch)
+    src, dst, offset, size, _ = ch.pick(records)
+    at = offset + ch.int(0, 4)
+    index = _segment_at(conv, src, dst, at)
+    if index is None:
+        return StreamMutant(list(conv.segments), "record header not in a data segment", exact=True)
+    old = conv.segments[index].payload[at - conv.segments[index].offset]
+    new = old ^ (1 << ch.int(0, 7)) if ch.bool() else ch.pick(INTERESTING)
+    if new == old:
+        return StreamMutant(list(conv.segments), "no change", exact=True)
+    return StreamMutant(_changed(conv, index, at, new), f"TLS record at {offset} ({size} bytes): header byte "
+                        f"{at - offset} {old:#04x} -> {new:#04x}", cut=_cut_one(conv.segments, conv.segments[index], offset))
+
+
+def flip_ciphertext(conv: Conversation, ch: Chooser) -> StreamMutant:
+    """A byte inside a protected record changed: that record does not open (its tag or MAC
+    fails); the records after it do (when keys were there, a tls-undecryptable issue says so)."""
+    records = [r for r in tls_records(conv) if r[4] == 23 and r[3] > 5 + 17]
+    if not records:
+        return flip_payload(conv, ch)
+    src, dst, offset, size, _ = ch.pick(records)
+    at = offset + ch.int(5, size - 1)
+    index = _segment_at(conv, src, dst, at)
+    if index is None:
+        return StreamMutant(list(conv.segments), "record not in a data segment", exact=True)
+    old = conv.segments[index].payload[at - conv.segments[index].offset]
+    segments = _changed(conv, index, at, old ^ (1 << ch.int(0, 7)))
+    return StreamMutant(segments, f"TLS record at {offset} ({size} bytes): byte {at - offset} flipped",
+                        cut=_cut_one(conv.segments, conv.segments[index], offset))
+
+
+def truncate_conversation(conv: Conversation, ch: Chooser) -> StreamMutant:
+    """The capture stops early (a rotation, a killed tcpdump): records cut short at its end."""
+    data = _data_indices(conv.segments)
+    if len(data) < 2:
+        return StreamMutant(list(conv.segments), "too short to truncate", exact=True)
+    end = ch.pick(data[1:])
+    return StreamMutant(list(conv.segments[:end]), f"truncated before segment {end}",
+                        cut=_cut_all(conv.segments, end))
+
+
+TLS_MUTATORS = [split_segment, merge_segments, move_segment, duplicate_segment, drop_segment, flip_payload,
+                corrupt_record_header, flip_ciphertext, flip_ciphertext, truncate_conversation]

@@ -214,6 +214,10 @@ STREAM_ISSUES = {"gap", "resync", "framing", "truncated", "retransmission-confli
                  "trailing-bytes", "unexpected-header", "unexpected-body", "content-incomplete",
                  "unsupported-version", "uninterpreted-frame", "not-amqp-header", "tls-not-decoded",
                  "not-decoded"}
+# a TLS connection's TLS layer (amqpcap.tls.layer): their offsets and bytes are the TCP stream's
+TLS_ISSUES = {"tls-gap", "tls-resync", "tls-truncated", "tls-not-decoded", "tls-undecryptable", "tls-alert",
+              "tls-malformed", "retransmission-conflict"}
+STREAM_ISSUES |= TLS_ISSUES
 # amqpcap/capture/readers/__init__.py: damage to the capture file itself
 CAPTURE_ISSUES = {"truncated-record", "truncated-file", "damaged-record-header", "garbage-between-blocks",
                   "damaged-block", "unknown-interface", "gzip-damaged", "concatenated-capture",
@@ -258,9 +262,11 @@ def check_record(record: dict, render=None, bodies: bool = False, known=None) ->
         fail(f"missing keys {missing}")
     capture_issue = kind == "issue" and record["issue_kind"] in CAPTURE_ISSUES
     extra = set(record) - set(COMMON) - BY_KIND[kind] - {"message"} - (
-        {"file_offset", "file_end_offset"} if capture_issue else set())
+        {"file_offset", "file_end_offset"} if capture_issue else set()) - {"tls"}
     if extra:
         fail(f"keys the contract does not have {sorted(extra)}")
+    if "tls" in record and (record["tls"] is not True or list(record).index("tls") != len(COMMON)):
+        fail("tls is true, after the common keys, or absent")
     first, last, stream = record["pcap_record"], record["pcap_record_last"], record["tcp_stream"]
     # (no order between the two: the packet holding the last byte may have come first)
     if not (first is None or _int(first) and first >= 1) or not (last is None or _int(last) and last >= 1) \
@@ -358,9 +364,21 @@ def _short(record: dict) -> str:
 
 # -- byte accounting -------------------------------------------------------------------------------
 
+def tls_layer(record: dict) -> bool:
+    """An issue of a TLS connection's TLS layer (TCP offsets), not of its decrypted stream."""
+    return record.get("tls") is True and record["kind"] == "issue" and record["issue_kind"] in TLS_ISSUES
+
+
 def check_accounting(records: list[dict], summaries: list[dict], known=None) -> None:
-    """Every byte of every direction is in a decoded frame or in an issue's bytes_skipped.
-    `known(records, connection, label, facts)`: True for a breach already reported."""
+    """Every byte of every direction is in a decoded frame or in an issue's bytes_skipped; a TLS
+    connection's at each layer (check_tls_accounting). `known(records, connection, label, facts)`:
+    True for a breach already reported."""
+    tls = [s for s in summaries if "tls" in s]
+    if tls:
+        check_tls_accounting(records, tls)
+        ids = {s["connection"] for s in tls}
+        records = [r for r in records if r["connection"] not in ids]
+        summaries = [s for s in summaries if s["connection"] not in ids]
     skipped = Counter()
     frames = Counter()
     sizes = Counter()
@@ -404,6 +422,41 @@ def check_accounting(records: list[dict], summaries: list[dict], known=None) -> 
                                 f"{facts['stream_bytes']} bytes: {where}")
         if facts["connections"] == 1 and (known is None or not known(records, *key, facts)):
             check_tiling(*spans[key], facts["stream_bytes"], where)
+
+
+def check_tls_accounting(records: list[dict], summaries: list[dict]) -> None:
+    """A TLS connection's bytes, layer by layer: every TCP stream byte in a whole TLS record or in
+    the TLS layer's issues (whose ranges do not overlap and lie in the stream); every byte of the
+    decrypted stream (what was decrypted, and what lost records held) in a frame or in another
+    issue, tiled as a plain stream's are."""
+    for summary in summaries:
+        for label, facts in summary["directions"].items():
+            layer = summary["tls"]["directions"][label]
+            where = f"TLS connection {summary['connection']} {label}: {facts} {layer}"
+            mine = [r for r in records if r["connection"] == summary["connection"] and r["dir"] == label]
+            if facts["stream_bytes"] != layer["record_bytes"] + layer["skipped_bytes"]:
+                raise ContractError(f"TCP stream bytes != TLS record bytes + TLS skipped: {where}")
+            outer = [r for r in mine if tls_layer(r)]
+            if sum(r["bytes_skipped"] for r in outer) != layer["skipped_bytes"]:
+                raise ContractError(f"the TLS layer's issues skip {sum(r['bytes_skipped'] for r in outer)} bytes: {where}")
+            spans = sorted((r["offset"], r["offset"] + r["size"]) for r in outer if r["bytes_skipped"])
+            for (a, b), (c, d) in zip(spans, spans[1:]):
+                if c < b:
+                    raise ContractError(f"TLS issues at {a}..{b} and {c}..{d} overlap: {where}")
+            if spans and (spans[0][0] < 0 or spans[-1][1] > facts["stream_bytes"]):
+                raise ContractError(f"a TLS issue lies outside the TCP stream: {where}")
+            plain = layer["plaintext_bytes"] + layer["lost_plaintext_bytes"]
+            if plain != facts["decoded_bytes"] + facts["skipped_bytes"]:
+                raise ContractError(f"decrypted stream bytes != decoded + skipped: {where}")
+            inner = [r for r in mine if not tls_layer(r)]
+            if sum(r["bytes_skipped"] for r in inner if r["kind"] == "issue") != facts["skipped_bytes"]:
+                raise ContractError(f"the decrypted stream's issues do not add up to skipped_bytes: {where}")
+            frame_spans = [(r["offset"], r["offset"] + r["size"], r["kind"]) for r in inner if r["kind"] in FRAME_KINDS]
+            issue_spans = [(r["offset"], r["offset"] + r["size"], r["issue_kind"]) for r in inner
+                           if r["kind"] == "issue" and r["bytes_skipped"]]
+            if any(r.get("tls") is not True for r in inner):
+                raise ContractError(f"a record of a TLS connection does not say tls: {where}")
+            check_tiling(frame_spans, issue_spans, plain, where)
 
 
 def check_tiling(frame_spans: list, issue_spans: list, stream_bytes: int, where: str) -> None:

@@ -144,13 +144,14 @@ _TMP = tempfile.mkdtemp(prefix="amqpcap-fuzz-")
 atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
-def decode_capture(data: bytes, settings: str = "default", name: str = "mutant.pcap") -> tuple[list, object]:
+def decode_capture(data: bytes, settings: str = "default", name: str = "mutant.pcap", keys=None) -> tuple[list, object]:
     """All records of a capture (written to a file: CaptureDecoder reads paths) and the stats;
-    every record checked against the contract and rendered, every connection's bytes accounted."""
+    every record checked against the contract and rendered, every connection's bytes accounted.
+    `keys`: a TLS key log (amqpcap.tls.keylog.KeyLog)."""
     path = os.path.join(_TMP, f"{os.getpid()}-{name}")
     with open(path, "wb") as f:
         f.write(data)
-    decoder = CaptureDecoder(SETTINGS[settings], collect_connections=True)
+    decoder = CaptureDecoder(SETTINGS[settings], collect_connections=True, keys=keys)
     records = list(decoder.decode([path]))
     bodies = SETTINGS[settings].bodies.capture
     for record in records:
