@@ -96,12 +96,12 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
     phase. `commit=False` stops before the commit, with the manifest it would apply in
     `summary.manifest` (tests of the commit sequence). `keys`: the TLS key log (default: read from
     settings.decode.tls_keylogs here, on the driver)."""
-    from amqpcap.tls.keylog import read_key_logs
     from amqpcap.job.spark_sink import appliers, choose_sink
     from amqpcap.job.stages.decode import remove_staging
     from amqpcap.job.stages.flows import flow_parts
     from amqpcap.lake import carryover
     from amqpcap.lake.runlog import repair
+    from amqpcap.tls.keylog import read_key_logs
 
     summary = RunSummary(run_id, started or time.time(), files=len(files))
     clock = time.monotonic()
