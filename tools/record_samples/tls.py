@@ -395,7 +395,9 @@ def key_log_labels(keys: Path) -> dict[str, list[str]]:
 
 def describe(e: dict, labels: dict | None = None) -> str:
     x = e.get("_extra", {})
-    bits = [f"port {e['client_port']}->{e['server_port']}", e["version"] or "plain",
+    if not e["tls"]:
+        return f"port {e['client_port']}->{e['server_port']}; plain AMQP (no TLS, no key needed)"
+    bits = [f"port {e['client_port']}->{e['server_port']}", e["version"],
             e["cipher_suite"] or "", f"ALPN {e['alpn'] or 'none'}"]
     if e["version"] == "TLSv1.2":
         bits.append(f"EtM {'yes' if e['encrypt_then_mac'] else 'no'}, extended master secret "
