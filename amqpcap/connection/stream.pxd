@@ -7,6 +7,7 @@ from amqpcap.connection.record cimport Record, add_message, end_record, new_reco
 from amqpcap.capture.tcp cimport HalfStream, TcpConnection
 from amqpcap.connection.framing cimport BodyFrame, FrameReader, FrameSink
 from amqpcap.connection.options cimport StreamOptions
+from amqpcap.tls.layer cimport TlsLayer, TlsSink
 
 cdef dict _HEADER_TEXTS
 
@@ -57,7 +58,7 @@ cdef class AmqpConnection(FrameSink):
     cdef public object end_reason
     cdef public long long headers_folded
     cdef public long long bodies_folded
-    cdef public object tls
+    cdef public TlsLayer tls
 
     @cython.locals(reader=FrameReader)
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
@@ -103,3 +104,13 @@ cdef class AmqpConnection(FrameSink):
                          bint hold=*, object ts=*)
     cpdef _release(self, int direction, Record record)
     cpdef _label(self, int direction, Record record)
+
+    @cython.locals(reader=FrameReader)
+    cpdef tls_plaintext(self, int direction, long long offset, bytes data, long long ts_ns, int capture,
+                        long long record)
+    @cython.locals(reader=FrameReader)
+    cpdef tls_lost(self, int direction, long long offset, long long size, long long ts_ns)
+
+
+cdef class _TlsSide(TlsSink):
+    cdef public AmqpConnection connection

@@ -419,9 +419,9 @@ class AmqpConnection(FrameSink):
         for item in held:
             if self.tls is not None:
                 if len(item) == 4:
-                    self.tls.gap(*item)
+                    self.tls.gap(item[0], item[1], item[2], item[3])
                 else:
-                    self.tls.data(*item)
+                    self.tls.data(item[0], item[1], item[2], item[3], item[4], item[5])
             elif len(item) == 4:
                 if self.status == "amqp":
                     self.readers[item[0]].gap(*item[1:])

@@ -264,7 +264,7 @@ class Readable:
             facts = [tls["version"] or "TLS", tls["cipher_suite"], f"sni {tls['sni']}" if tls["sni"] else None,
                      f"resumed ({tls['resumed']})" if tls["resumed"] else None,
                      "decrypted" if tls["decrypted"] else "not decrypted" + ("" if tls["key_logged"] else " (no key)")]
-            parts.append(" ".join(f for f in facts if f))
+            parts.append(" ".join([f for f in facts if f]))
         return "; ".join(parts)
 
 

@@ -39,11 +39,9 @@ def _aead(suite: Suite, key: bytes):
 
 
 class Protection:
-    """How one direction's records are opened (a base class: the compiled layer calls `open` in C)."""
-
-    # bytes a record adds to its plaintext at least (header not included): what a lost record's
-    # plaintext is reckoned from
-    overhead = 0
+    """How one direction's records are opened (a base class: the compiled layer calls `open` in C).
+    `overhead`: the bytes a record adds to its plaintext at least (header not included), what a
+    lost record's plaintext is reckoned from."""
 
     def open(self, seq: int, header: bytes, fragment) -> tuple[int, bytes]:
         raise NotImplementedError

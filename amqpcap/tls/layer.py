@@ -580,10 +580,10 @@ class TlsLayer(RecordSink):
     def _message(self, direction: int, d: Direction, kind: int, body: bytes, first: tuple, ts_ns: int) -> None:
         if kind == hs.CLIENT_HELLO:
             hello = hs.client_hello(body)
-            if self.client < 0:
+            first_hello = self.client < 0
+            if first_hello:
                 self.client = direction
                 self.sink.tls_client(direction)
-                self._release(1 - direction)  # (a ServerHello that came first)
             if self.client_random is not None and hello.random != self.client_random and self.done_ns >= 0:
                 self.renegotiations += 1
             if self.client_random is None:
@@ -600,6 +600,8 @@ class TlsLayer(RecordSink):
                     if early_suite.tls13 and early_suite.cipher is not None:
                         key, iv = traffic_keys13(early_suite, secret)
                         d.early = Aead13(early_suite, key, iv)
+            if first_hello:
+                self._release(1 - direction)  # (a ServerHello that came first: its keys need this hello's random)
         elif kind == hs.SERVER_HELLO:
             hello = hs.server_hello(body)
             if hello.hello_retry:

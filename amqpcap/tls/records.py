@@ -21,6 +21,10 @@ CONTENT_TYPES = {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "ap
 MAX_RECORD = (1 << 14) + 2048  # TLSCiphertext's largest fragment (RFC 5246, 6.2.3)
 # What bytes that made no record are (the kinds of the issues the layer reports them in)
 GAP, RESYNC_KIND, TRUNCATED = "tls-gap", "tls-resync", "tls-truncated"
+# The constants above again, as C values when compiled (records.pxd); the public names stay Python
+# objects, which the layer imports
+_HEADER, _CHANGE_CIPHER_SPEC, _HANDSHAKE, _HEARTBEAT, _MAX_RECORD = HEADER, CHANGE_CIPHER_SPEC, HANDSHAKE, HEARTBEAT, \
+    MAX_RECORD
 
 
 class RecordState(IntEnum):
@@ -35,10 +39,10 @@ RECORDS, SKIP, RESYNC, OPAQUE = map(int, RecordState)
 def plausible(buf, i: int, version: int) -> int:
     """The end of a record whose header is at i (-1: none can start there, 0: more bytes needed).
     `version`: the record version every record of the connection carries (0: not known yet)."""
-    if len(buf) - i < HEADER:
+    if len(buf) - i < _HEADER:
         return 0
     ctype = buf[i]
-    if ctype < CHANGE_CIPHER_SPEC or ctype > HEARTBEAT or buf[i + 1] != 3:
+    if ctype < _CHANGE_CIPHER_SPEC or ctype > _HEARTBEAT or buf[i + 1] != 3:
         return -1
     if version:
         if (buf[i + 1] << 8 | buf[i + 2]) != version:
@@ -46,9 +50,9 @@ def plausible(buf, i: int, version: int) -> int:
     elif buf[i + 2] > 4:
         return -1
     length = buf[i + 3] << 8 | buf[i + 4]
-    if length == 0 or length > MAX_RECORD:
+    if length == 0 or length > _MAX_RECORD:
         return -1
-    return i + HEADER + length
+    return i + _HEADER + length
 
 
 class RecordSink:
@@ -214,7 +218,7 @@ class RecordReader:
     def _framing(self, buf, pos: int, base: int, arrived: int, here: tuple) -> int:
         """RECORDS: record after record, each handed to the layer once whole."""
         size = len(buf)
-        while size - pos >= HEADER:
+        while size - pos >= _HEADER:
             end = plausible(buf, pos, self.version)
             if end < 0:
                 start = base + pos
@@ -225,7 +229,7 @@ class RecordReader:
                     self.sink.not_tls(self, start, first)
                     return size
                 self._pending(start, first, -1, RESYNC_KIND,
-                              f"a record header that is not TLS's ({bytes(buf[pos:pos + HEADER]).hex(' ')})")
+                              f"a record header that is not TLS's ({bytes(buf[pos:pos + _HEADER]).hex(' ')})")
                 self.state = RESYNC
                 return pos
             if end > size:
@@ -234,9 +238,9 @@ class RecordReader:
             self.records += 1
             if not self.version:
                 self.version = buf[pos + 1] << 8 | buf[pos + 2]
-                if self.version == 0x0301 and buf[pos] == HANDSHAKE:  # (a ClientHello's: later records say 0x0303)
+                if self.version == 0x0301 and buf[pos] == _HANDSHAKE:  # (a ClientHello's: later records say 0x0303)
                     self.version = 0
-            self.sink.record(self, buf[pos], bytes(buf[pos:pos + HEADER]), bytes(buf[pos + HEADER:end]), start,
+            self.sink.record(self, buf[pos], bytes(buf[pos:pos + _HEADER]), bytes(buf[pos + _HEADER:end]), start,
                              self.first if start < arrived else here, here[0], here[1], here[2])
             pos = end
             if self.state != RECORDS:

@@ -11,6 +11,7 @@ Suites"); a test compares them with Scapy's own copy of the registry.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 # id -> IANA name: every suite a broker or client of our time offers by default, and the older
@@ -85,6 +86,7 @@ def suite_name(suite_id: int) -> str:
     return NAMES.get(suite_id) or f"0x{suite_id:04x}"
 
 
+@functools.lru_cache(maxsize=None)  # (a suite's parameters, once: every connection asks)
 def suite_of(suite_id: int) -> Suite:
     """The suite of an id: named and, where its cipher is one of CIPHERS, decryptable."""
     name = suite_name(suite_id)

@@ -199,3 +199,29 @@ def test_a_resumed_tls12_session_is_decrypted_with_the_master_secret_of_the_one_
     assert [r for r in records if r["kind"] == "issue"] == []
     per = Counter(r["connection"] for r in records if r["kind"] == "method")
     assert per[first_summary["connection"]] == per[second_summary["connection"]] > 20
+
+
+def _reordered(tmp_path, capture, order) -> str:
+    """The capture's segments in another order (the same bytes of each direction: a capture whose
+    clock or interfaces put one side's packets early)."""
+    segments = [capture.segments[i] for i in order] + [s for i, s in enumerate(capture.segments) if i not in order]
+    path = tmp_path / "reordered.pcap"
+    craft.write_pcap(path, craft.tcp_packets(craft.Capture("r", "", segments, []), server=("10.1.0.9", 5671)))
+    return path
+
+
+@pytest.mark.parametrize("version, ciphers, etm, name", [SUITES[0], SUITES[1]], ids=[IDS[0], IDS[1]])
+def test_a_side_that_shows_up_before_the_hello_its_keys_hang_on_waits_for_it(tmp_path, plain, version, ciphers, etm,
+                                                                              name):
+    """Fuzz findings: the server's flight before the client's ClientHello (the ServerHello's keys
+    need the client's random), and the client's records after its hello before the server's hello
+    (its keys need the server's): held until that hello comes, then read in order."""
+    capture = tls_capture(tmp_path, "c", FRAMES, version=version, ciphers=ciphers, etm=etm)
+    keys = read_key_logs([str(capture.keylog)])
+    first_server = next(i for i, s in enumerate(capture.segments) if s.direction == "S>C")
+    second_client = next(i for i, s in enumerate(capture.segments) if s.direction == "C>S" and i > first_server)
+    for order in ([first_server, 0], [0, second_client, first_server]):
+        path = _reordered(tmp_path, capture, order)
+        records, _ = decode(path, keys)
+        assert [r for r in records if r["kind"] == "issue"] == [], order
+        assert Counter(r[:4] for r in story(records)) == Counter(r[:4] for r in story(plain)), order
