@@ -23,7 +23,7 @@ import os as _os
 HOT_MODULES = ("capture.packets", "capture.tcp", "capture.stream_index", "capture.bucketing",
                "capture.readers.pcap", "capture.readers.pcapng", "capture.readers.source", "capture.readers.boundaries",
                "protocol.frames", "protocol.codec", "protocol.fields", "protocol.fieldtable", "protocol.frame_start",
-               "tls.ciphers", "tls.records", "tls.layer", "tls.handshake",
+               "tls.ciphers", "tls.records", "tls.layer", "tls.handshake", "tls.keys",
                "connection.options", "connection.framing", "connection.record", "connection.stream", "connection.decoder",
                "columnar.columns", "columnar.arrow_layout", "tables.rows",
                "rules.connection", "rules.deliveries", "rules.publishes", "rules.rpc_calls", "rules.channels",

@@ -1,6 +1,6 @@
 """Capture decode benchmark: `amqpcap decode` against tshark on the same large capture.
 
-    .venv/bin/python bench/decode_bench.py [--mb 150] [--small-mb 50] [--keep DIR] [--interpreted]
+    .venv/bin/python bench/decode_bench.py [--mb 150] [--small-mb 50] [--keep DIR] [--interpreted] [--tls]
 
 Builds (or reuses, with --keep) captures of --small-mb and --mb megabytes with bench/synth.py,
 then on each, in the same run and one after the other on an otherwise idle machine:
@@ -15,6 +15,11 @@ each. All are single-threaded. --interpreted adds the JSON Lines view on the int
 Targets (issue 12, raised from issue 3's 2x): on the large file, JSON Lines at least 3x tshark's
 throughput and the readable view at least 2x; a peak memory that does not grow with capture size
 (compare the two sizes).
+
+--tls also decodes each file's TLS twin (bench/tls_twin.py: every connection carried by TLS 1.3,
+with its key log) with `--tls-keylog`, in the same alternation, and reports its speed against the
+same view in clear (issue 53's target: JSON Lines on TLS at least 0.7x of its speed in clear, the
+peak memory as flat).
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
+import tls_twin  # noqa: E402
 
 # What is measured: (name, amqpcap's arguments before the file, extra environment, target ratio)
 VIEWS = (("decode --jsonl", ["decode", "--jsonl", "--quiet"], {}, 3.0),
          ("readable view", ["decode", "--quiet"], {}, 2.0))
 INTERPRETED = ("--jsonl interpreted", ["decode", "--jsonl", "--quiet"], {"AMQPCAP_INTERPRETED": "1"}, None)
+TLS_TARGET = 0.7  # TLS at least this share of the same view's speed in clear
 
 
 def run(command: list[str], env: dict | None = None) -> tuple[float, int]:
@@ -64,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs of each tool, alternating; the fastest counts (a shared VM is noisy)")
     parser.add_argument("--interpreted", action="store_true",
                         help="also the JSON Lines view on the interpreted modules (the reference build)")
+    parser.add_argument("--tls", action="store_true",
+                        help="also each view on the file's TLS twin (bench/tls_twin.py), against it in clear")
     args = parser.parse_args(argv)
     tshark = shutil.which("tshark")
     amqpcap = str(Path(sys.executable).with_name("amqpcap"))
@@ -82,19 +91,32 @@ def main(argv: list[str] | None = None) -> int:
         megabytes = path.stat().st_size / 1e6
         packets = sum(1 for _ in _records(path))
         views = VIEWS + ((INTERPRETED,) if args.interpreted else ())
+        commands = [([amqpcap, *view[1], str(path)], view[2]) for view in views]
+        if args.tls:
+            twin, keys = path.with_suffix(".tls.pcap"), path.with_suffix(".tls.keys")
+            if not twin.exists():
+                tls_twin.twin(path, twin, keys)
+            tls_views = [(f"{view[0]} TLS", [*view[1], "--tls-keylog", str(keys)], view[2]) for view in views]
+            commands += [([amqpcap, *view[1], str(twin)], view[2]) for view in tls_views]
         tshark_command = [tshark, "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "amqp.method.method"]
-        runs = [[run([amqpcap, *view[1], str(path)], view[2]) for view in views] + [run(tshark_command)]
+        runs = [[run(command, env) for command, env in commands] + [run(tshark_command)]
                 for _ in range(max(1, args.repeat))]
-        best = [(min(r[i][0] for r in runs), max(r[i][1] for r in runs)) for i in range(len(views) + 1)]
+        best = [(min(r[i][0] for r in runs), max(r[i][1] for r in runs)) for i in range(len(commands) + 1)]
         theirs = best[-1]
         results[size] = best[0]
+        names = [view[0] for view in views] + ([view[0] for view in tls_views] if args.tls else [])
         print(f"\n{path.name}: {megabytes:.1f} MB, {packets} packets (fastest of {len(runs)} runs each)")
-        for name, (seconds, rss) in [(view[0], b) for view, b in zip(views, best)] + [("tshark", theirs)]:
-            print(f"  {name:20} {seconds:6.2f} s  {megabytes / seconds:6.1f} MB/s  "
+        for name, (seconds, rss) in [*zip(names, best), ("tshark", theirs)]:
+            print(f"  {name:24} {seconds:6.2f} s  {megabytes / seconds:6.1f} MB/s  "
                   f"{packets / seconds:9,.0f} packets/s  peak RSS {rss} MB")
         for view, (seconds, _) in zip(views, best):
             target = f"  (target >= {view[3]:g}x)" if view[3] else ""
-            print(f"  ratio {view[0]:20} tshark time / its time: {theirs[0] / seconds:.2f}x{target}")
+            print(f"  ratio {view[0]:24} tshark time / its time: {theirs[0] / seconds:.2f}x{target}")
+        if args.tls:  # the same packets, each payload 22 bytes longer: compared by time
+            for i, view in enumerate(views):
+                clear, tls = best[i][0], best[len(views) + i][0]
+                print(f"  ratio {view[0]:24} TLS speed / speed in clear: {clear / tls:.2f}x "
+                      f"(target >= {TLS_TARGET:g}x), peak RSS {best[len(views) + i][1]} MB vs {best[i][1]} MB")
     small, large = results[args.small_mb][1], results[args.mb][1]
     print(f"\namqpcap decode --jsonl peak RSS: {small} MB at {args.small_mb:g} MB, {large} MB at {args.mb:g} MB")
     if not args.keep:

@@ -198,6 +198,8 @@ class AmqpConnection(FrameSink):
         for reader in self.readers:
             reader.connection = None
         self.tcp = None
+        if self.tls is not None:  # (its layer, and the layer's record readers, refer back the same way)
+            self.tls.release()
 
     # -- carried to the next run (amqpcap.onepass.state frames the blob) ---------------------------
 

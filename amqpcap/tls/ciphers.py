@@ -3,7 +3,8 @@
 
     protection = protection_for(suite, key, iv, mac_key=b"", etm=False)   # TLS 1.2
     protection = Aead13(suite, key, iv)                                    # TLS 1.3
-    content_type, plaintext = protection.open(seq, header, fragment)      # or Undecryptable
+    plaintext = protection.open(seq, header, fragment)    # or Undecryptable
+    protection.content_type                               # the record's (TLS 1.3: its inner) content type
 
 TLS 1.2 (RFC 5246, 6.2.3): AEAD records (GCM and CCM with an 8-byte explicit nonce, RFC 5288 and
 6655; ChaCha20-Poly1305 with the IV XOR the sequence number, RFC 7905) authenticate the sequence
@@ -25,6 +26,21 @@ from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20
 from amqpcap.tls.keys import HASHES
 from amqpcap.tls.suites import HASH_BYTES, Suite
 
+COMPILED = __file__.endswith((".so", ".pyd"))  # (compiled: nonces made in C, ciphers.pxd's helpers)
+
+
+def _nonce(iv: bytes, seq: int) -> bytes:
+    """The IV XOR the sequence number (RFC 8446, 5.3; RFC 7905)."""
+    if COMPILED:
+        return _xor_nonce(iv, seq)  # noqa: F821
+    return (int.from_bytes(iv, "big") ^ seq).to_bytes(12, "big")
+
+
+def _seq_bytes(seq: int) -> bytes:
+    if COMPILED:
+        return _be64(seq)  # noqa: F821
+    return seq.to_bytes(8, "big")
+
 
 class Undecryptable(Exception):
     """A record that does not open with these keys (and this sequence number)."""
@@ -41,24 +57,27 @@ def _aead(suite: Suite, key: bytes):
 class Protection:
     """How one direction's records are opened (a base class: the compiled layer calls `open` in C).
     `overhead`: the bytes a record adds to its plaintext at least (header not included), what a
-    lost record's plaintext is reckoned from."""
+    lost record's plaintext is reckoned from; `content_type`: the last record opened's (no tuple
+    made per record)."""
 
-    def open(self, seq: int, header: bytes, fragment) -> tuple[int, bytes]:
+    __slots__ = ()
+
+    def open(self, seq: int, header: bytes, fragment) -> bytes:
         raise NotImplementedError
 
 
 class Aead12(Protection):
-    __slots__ = ("aead", "salt", "iv", "explicit", "tag")
+    __slots__ = ("aead", "salt", "iv", "explicit", "tag", "overhead", "content_type")
 
     def __init__(self, suite: Suite, key: bytes, iv: bytes) -> None:
         self.aead = _aead(suite, key)
         self.explicit = suite.explicit_nonce_bytes
         self.salt = iv  # GCM, CCM: the nonce's first 4 bytes
-        self.iv = int.from_bytes(iv, "big")  # ChaCha20: XORed with the sequence number
+        self.iv = iv  # ChaCha20: XORed with the sequence number
         self.tag = suite.tag_bytes
         self.overhead = self.explicit + self.tag
 
-    def open(self, seq: int, header: bytes, fragment) -> tuple[int, bytes]:
+    def open(self, seq: int, header: bytes, fragment) -> bytes:
         size = len(fragment) - self.overhead
         if size < 0:
             raise Undecryptable(f"a {len(fragment)}-byte record is shorter than its nonce and tag")
@@ -66,17 +85,19 @@ class Aead12(Protection):
             nonce = self.salt + bytes(fragment[:self.explicit])
             ciphertext = fragment[self.explicit:]
         else:
-            nonce = (self.iv ^ seq).to_bytes(12, "big")
+            nonce = _nonce(self.iv, seq)
             ciphertext = fragment
-        aad = seq.to_bytes(8, "big") + header[:3] + size.to_bytes(2, "big")
+        aad = _seq_bytes(seq) + header[:3] + size.to_bytes(2, "big")
         try:
-            return header[0], self.aead.decrypt(nonce, ciphertext, aad)
+            plain = self.aead.decrypt(nonce, ciphertext, aad)
         except InvalidTag:
             raise Undecryptable("authentication failed") from None
+        self.content_type = header[0]
+        return plain
 
 
 class Cbc12(Protection):
-    __slots__ = ("key", "mac_key", "mac", "mac_bytes", "etm")
+    __slots__ = ("key", "mac_key", "mac", "mac_bytes", "etm", "overhead", "content_type")
 
     def __init__(self, suite: Suite, key: bytes, mac_key: bytes, etm: bool) -> None:
         self.key = key
@@ -88,7 +109,7 @@ class Cbc12(Protection):
 
     def _mac(self, seq: int, header: bytes, data) -> bytes:
         mac = hmac.HMAC(self.mac_key, self.mac())
-        mac.update(seq.to_bytes(8, "big") + header[:3] + len(data).to_bytes(2, "big"))
+        mac.update(_seq_bytes(seq) + header[:3] + len(data).to_bytes(2, "big"))
         mac.update(data)
         return mac.finalize()
 
@@ -107,7 +128,7 @@ class Cbc12(Protection):
             return -1
         return end
 
-    def open(self, seq: int, header: bytes, fragment) -> tuple[int, bytes]:
+    def open(self, seq: int, header: bytes, fragment) -> bytes:
         macs = self.mac_bytes
         if self.etm:  # IV + ciphertext, then the MAC over both
             if len(fragment) < 16 + 16 + macs:
@@ -119,7 +140,8 @@ class Cbc12(Protection):
             end = self._unpad(plain, 0)
             if end < 0:
                 raise Undecryptable("bad CBC padding")
-            return header[0], plain[:end]
+            self.content_type = header[0]
+            return plain[:end]
         if len(fragment) < 16 + 16:
             raise Undecryptable(f"a {len(fragment)}-byte record is shorter than an IV and a block")
         plain = self._decrypt(fragment[:16], fragment[16:])
@@ -129,23 +151,25 @@ class Cbc12(Protection):
         data, tag = plain[:end - macs], plain[end - macs:end]
         if not _compare.compare_digest(self._mac(seq, header, data), tag):
             raise Undecryptable("MAC check failed")
-        return header[0], data
+        self.content_type = header[0]
+        return data
 
 
 class Aead13(Protection):
-    __slots__ = ("aead", "iv", "tag")
+    __slots__ = ("aead", "decrypt", "iv", "tag", "overhead", "content_type")
 
     def __init__(self, suite: Suite, key: bytes, iv: bytes) -> None:
         self.aead = _aead(suite, key)
-        self.iv = int.from_bytes(iv, "big")
+        self.decrypt = self.aead.decrypt  # (bound once: every record calls it)
+        self.iv = iv
         self.tag = suite.tag_bytes
         self.overhead = self.tag + 1  # the tag and the inner content type
 
-    def open(self, seq: int, header: bytes, fragment) -> tuple[int, bytes]:
+    def open(self, seq: int, header: bytes, fragment) -> bytes:
         if len(fragment) < self.overhead:
             raise Undecryptable(f"a {len(fragment)}-byte record is shorter than its tag")
         try:
-            inner = self.aead.decrypt((self.iv ^ seq).to_bytes(12, "big"), fragment, header)
+            inner = self.decrypt(_nonce(self.iv, seq), fragment, header)
         except InvalidTag:
             raise Undecryptable("authentication failed") from None
         end = len(inner) - 1
@@ -153,7 +177,8 @@ class Aead13(Protection):
             end -= 1
         if end < 0:
             raise Undecryptable("no content type in the record (all padding)")
-        return inner[end], inner[:end]
+        self.content_type = inner[end]
+        return inner[:end]
 
 
 def protection_for(suite: Suite, key: bytes, iv: bytes, mac_key: bytes = b"", etm: bool = False) -> Protection:

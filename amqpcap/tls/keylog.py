@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from amqpcap.capture.inputs import list_inputs, local_path, open_input
+from amqpcap.capture.inputs import canonical_uri, list_inputs, local_path, open_input
 
 # The labels of TLS 1.2's master secret and TLS 1.3's traffic secrets (RFC 8446, 7.1), with the
 # size each secret must have (TLS 1.3's: the suite's hash, 32 or 48)
@@ -139,16 +139,29 @@ def _hex(text: str, source: str, number: int, what: str) -> bytes:
         raise KeyLogError(source, number, f"the {what} is not hexadecimal") from None
 
 
+def looks_like_a_key_log(text: str) -> bool:
+    """Whether a file's first line that says anything is a key log line of a label we know (how a
+    directory's key logs are told from the other files beside them: captures, notes)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            label = line.split(None, 1)[0]
+            return label in SECRET_SIZES or label in OTHER_LABELS
+    return False
+
+
 def read_key_logs(paths: Iterable[str]) -> KeyLog:
-    """Every key log the paths name: files, directories (every file inside, recursively, but
-    hidden ones) and globs, local or URIs (listed and opened as captures are:
-    amqpcap.capture.inputs). A path that names nothing, or a file that does not parse, is a
-    KeyLogError."""
+    """Every key log the paths name: files, directories (every key log inside, recursively: a
+    file whose first line is a key log line; the others, captures or notes beside them, are
+    passed over) and globs, local or URIs (listed and opened as captures are:
+    amqpcap.capture.inputs). A path that names nothing, or a key log that does not parse (a file
+    named on its own is one), is a KeyLogError."""
     keys = KeyLog()
     for path in paths:
         found = list_inputs([path], suffixes=None)
         if not found or all(entry.size < 0 for entry in found):
             raise KeyLogError(path, None, "no such file or directory")
+        named = len(found) == 1 and found[0].uri in (path, canonical_uri(path))  # (not a folder's or a glob's)
         for entry in found:
             name = local_path(entry.uri) or entry.uri  # (a local file by its path, as users know it)
             if entry.size < 0:
@@ -159,5 +172,7 @@ def read_key_logs(paths: Iterable[str]) -> KeyLog:
             except OSError as error:
                 raise KeyLogError(name, None, f"cannot be read ({error.strerror or error})") from None
             # (latin-1 reads any bytes: what is not a key log fails on its line, with its number)
-            parse_key_log(data.decode("latin-1"), name, keys)
+            text = data.decode("latin-1")
+            if named or looks_like_a_key_log(text):
+                parse_key_log(text, name, keys)
     return keys

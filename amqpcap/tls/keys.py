@@ -53,17 +53,40 @@ class KeyBlock12:
         self.ivs = (take(iv), take(iv))
 
 
-def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, context: bytes, length: int) -> bytes:
-    """HKDF-Expand-Label (RFC 8446, 7.1)."""
-    full = b"tls13 " + label
-    info = length.to_bytes(2, "big") + bytes([len(full)]) + full + bytes([len(context)]) + context
-    return HKDFExpand(HASHES[hash_name](), length, info).derive(secret)
+_INFO: dict[tuple[bytes, bytes, int], bytes] = {}  # (label, context, length) -> HkdfLabel, made once each
+_ALGORITHMS = {name: algorithm() for name, algorithm in HASHES.items()}
+
+
+def _label(label: bytes, context: bytes, length: int) -> bytes:
+    """HKDF-Expand-Label's info, with HKDF-Expand's first block counter (RFC 8446, 7.1; RFC 5869)."""
+    info = _INFO.get((label, context, length))
+    if info is None:
+        full = b"tls13 " + label
+        info = _INFO[(label, context, length)] = (length.to_bytes(2, "big") + bytes([len(full)]) + full
+                                                  + bytes([len(context)]) + context + b"\x01")
+    return info
+
+
+def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, context: bytes, length: int,
+                      keyed=None) -> bytes:
+    """HKDF-Expand-Label (RFC 8446, 7.1). An output no longer than the hash is HKDF-Expand's first
+    block, T(1) = HMAC(secret, info | 0x01) (RFC 5869, 2.3): one HMAC, without building an
+    HKDFExpand object for it (a TLS 1.3 connection derives eight such keys and IVs). `keyed`: an
+    HMAC already keyed with `secret`, copied rather than keyed again."""
+    info = _label(label, context, length)
+    algorithm = _ALGORITHMS[hash_name]
+    if length > algorithm.digest_size:
+        return HKDFExpand(HASHES[hash_name](), length, info[:-1]).derive(secret)
+    mac = keyed.copy() if keyed is not None else hmac.HMAC(secret, algorithm)
+    mac.update(info)
+    return mac.finalize()[:length]
 
 
 def traffic_keys13(suite: Suite, secret: bytes) -> tuple[bytes, bytes]:
-    """(write key, write IV) of a TLS 1.3 traffic secret."""
-    return (hkdf_expand_label(suite.hash, secret, b"key", b"", suite.key_bytes),
-            hkdf_expand_label(suite.hash, secret, b"iv", b"", 12))
+    """(write key, write IV) of a TLS 1.3 traffic secret (one HMAC keyed with it, copied for each)."""
+    keyed = hmac.HMAC(secret, _ALGORITHMS[suite.hash])
+    return (hkdf_expand_label(suite.hash, secret, b"key", b"", suite.key_bytes, keyed),
+            hkdf_expand_label(suite.hash, secret, b"iv", b"", 12, keyed))
 
 
 def next_secret13(suite: Suite, secret: bytes) -> bytes:

@@ -4,7 +4,7 @@ cimport cython
 from amqpcap.tls.ciphers cimport Protection
 from amqpcap.tls.records cimport RecordReader, RecordSink
 
-cdef int CLEAR, EARLY, HANDSHAKE_KEYS, APPLICATION_KEYS, TLS13
+cdef int CLEAR, EARLY, HANDSHAKE_KEYS, APPLICATION_KEYS, TLS13, _HEADER, _CCS, _HANDSHAKE, _APPLICATION, _ALERT
 cdef long long MAX_SEARCH, MAX_WAITING
 
 
@@ -21,7 +21,7 @@ cdef class Direction:
     cdef public RecordReader reader
     cdef public object messages
     cdef public Protection protection
-    cdef public object seq
+    cdef public long long seq
     cdef public bint encrypted
     cdef public int stage
     cdef public object secret
@@ -46,6 +46,9 @@ cdef class Direction:
     cdef public list waiting
     cdef public long long waiting_bytes
     cdef public bint waited
+    cdef public list held
+    cdef public long long held_from, held_ts, held_record
+    cdef public int held_capture
 
 
 cdef class TlsLayer(RecordSink):
@@ -69,12 +72,15 @@ cdef class TlsLayer(RecordSink):
 
     @cython.locals(d=Direction, reader=RecordReader)
     cpdef data(self, int direction, long long offset, bytes data, long long ts_ns, int capture, long long record)
-    @cython.locals(d=Direction)
+    @cython.locals(d=Direction, reader=RecordReader)
     cpdef gap(self, int direction, long long offset, long long size, long long ts_ns)
     @cython.locals(direction=cython.int, d=Direction, size=Py_ssize_t, protection=Protection, clear=cython.bint)
-    cpdef record(self, RecordReader reader, int ctype, bytes header, bytes fragment, long long start, tuple first,
+    cpdef record(self, RecordReader reader, int ctype, bytes header, object fragment, long long start, tuple first,
                  long long ts_ns, int capture, long long record)
     @cython.locals(d=Direction)
-    cpdef bint _waits(self, int direction, int ctype, bytes fragment)
+    cpdef bint _waits(self, int direction, int ctype, object fragment)
+    cpdef _plaintext(self, Direction d, bytes data, long long ts_ns, int capture, long long record)
+    @cython.locals(d=Direction, held=list)
+    cpdef _flush(self, int direction)
     @cython.locals(d=Direction)
     cpdef long long earliest_pending(self, long long low)

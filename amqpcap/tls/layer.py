@@ -84,6 +84,8 @@ ALERTS = {0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac", 21:
 
 # A TLS 1.3 direction's key stages (which secret protects its records)
 CLEAR, EARLY, HANDSHAKE_KEYS, APPLICATION_KEYS = 0, 1, 2, 3
+# The record layer's constants again, as C values when compiled (layer.pxd): read for every record
+_HEADER, _CCS, _HANDSHAKE, _APPLICATION, _ALERT = HEADER, CHANGE_CIPHER_SPEC, HANDSHAKE, APPLICATION_DATA, ALERT
 
 
 class TlsSink:
@@ -122,7 +124,8 @@ class Direction:
                  "undecryptable_records", "key_updates", "opaque_kind", "opaque_why", "opaque_bytes",
                  "opaque_records", "opaque_start", "opaque_end", "opaque_first", "opaque_last", "finished_ns",
                  "keyed", "failed", "failed_bytes", "failed_start", "failed_end", "failed_first", "failed_last",
-                 "failed_why", "early_seq", "app_overhead", "waiting", "waiting_bytes", "waited")
+                 "failed_why", "early_seq", "app_overhead", "waiting", "waiting_bytes", "waited", "held", "held_from",
+                 "held_ts", "held_capture", "held_record")
 
     def __init__(self, layer: "TlsLayer", direction: int) -> None:
         self.reader = RecordReader(layer, direction)
@@ -139,6 +142,10 @@ class Direction:
         self.waiting: list | None = None
         self.waiting_bytes = 0
         self.waited = False  # it held records once and let them go: it never holds any again
+        # decrypted data of the delivery being read, and where and when it came (TlsLayer._plaintext)
+        self.held: list | None = None
+        self.held_from = self.held_ts = self.held_record = 0
+        self.held_capture = -1
         self.generation = 0  # TLS 1.3: KeyUpdates of the application secret
         self.keyed = False  # keys were found for its current stage
         self.plain_offset = 0  # the decrypted stream's next offset
@@ -250,16 +257,57 @@ class TlsLayer(RecordSink):
     # -- the TCP bytes ---------------------------------------------------------------------------
 
     def data(self, direction: int, offset: int, data: bytes, ts_ns: int, capture: int, record: int) -> None:
-        self.dirs[direction].reader.data(offset, data, ts_ns, capture, record)
+        d = self.dirs[direction]  # (typed in layer.pxd: compiled, the reader's method is a C call)
+        reader = d.reader
+        reader.data(offset, data, ts_ns, capture, record)
+        self._flush(direction)
+        self._flush(1 - direction)  # (records of the other side that waited for this one's hello)
 
     def gap(self, direction: int, offset: int, size: int, ts_ns: int) -> None:
-        self.dirs[direction].reader.gap(offset, size, ts_ns)
+        d = self.dirs[direction]
+        reader = d.reader
+        reader.gap(offset, size, ts_ns)
+        self._flush(direction)
+
+    def release(self) -> None:
+        """Its last use (the connection ended): the links back to it and to its sink are broken,
+        so that it, its readers and its connection are freed at once, not by the cyclic collector
+        (which decoding runs seldom: amqpcap.process)."""
+        for d in self.dirs:
+            d.reader.sink = None
+        self.sink = None
+
+    # -- the decrypted stream: what a delivery's records decrypted, up in one piece ----------------
+
+    def _plaintext(self, d: Direction, data: bytes, ts_ns: int, capture: int, record: int) -> None:
+        """Decrypted application data, held until the delivery that brought it is done: the records
+        one TCP segment completes go up as one piece (a 64 KiB segment holds four full records),
+        so the frames above are framed once, as in clear."""
+        if d.held is not None and (d.held_ts != ts_ns or d.held_capture != capture or d.held_record != record):
+            self._flush(d.reader.direction)
+        if d.held is None:
+            d.held = [data]
+            d.held_from, d.held_ts, d.held_capture, d.held_record = d.plain_offset, ts_ns, capture, record
+        else:
+            d.held.append(data)
+        d.plaintext_bytes += len(data)
+        d.plain_offset += len(data)
+
+    def _flush(self, direction: int) -> None:
+        d = self.dirs[direction]
+        held = d.held
+        if held is None:
+            return
+        d.held = None
+        self.sink.tls_plaintext(direction, d.held_from, held[0] if len(held) == 1 else b"".join(held), d.held_ts,
+                                d.held_capture, d.held_record)
 
     def finish(self, ts_ns: int) -> None:
         """The stream ended: what is not framed is lost, what was counted is told."""
         for direction, d in enumerate(self.dirs):
             d.reader.finish(ts_ns)
             self._release(direction)
+            self._flush(direction)
             if d.search >= 0:
                 self._issue(direction, GAP, d.search_why + "; the stream ended before decryption could resume",
                             d.search, d.search_at, d.search_at + d.search, (d.search_first[0], ts_ns, d.search_first[1],
@@ -275,11 +323,12 @@ class TlsLayer(RecordSink):
                first: tuple, ts_ns: int, capture: int, record: int) -> None:
         direction = reader.direction
         d = self.dirs[direction]
-        size = HEADER + len(fragment)
-        if d.waiting is not None or not d.waited and self._waits(direction, ctype, fragment):
+        size = _HEADER + len(fragment)
+        if d.waiting is not None or not d.waited and (self.client < 0 or self.server_random is None) \
+                and self._waits(direction, ctype, fragment):
             if d.waiting is None:
                 d.waiting = []
-            d.waiting.append((ctype, header, fragment, start, first, ts_ns, capture, record))
+            d.waiting.append((ctype, header, bytes(fragment), start, first, ts_ns, capture, record))
             d.waiting_bytes += size
             if d.waiting_bytes > MAX_WAITING:
                 self._release(direction)
@@ -287,14 +336,15 @@ class TlsLayer(RecordSink):
         protection = d.protection
         # in clear: TLS 1.3's ChangeCipherSpec and outer handshake records (a ClientHello after a
         # HelloRetryRequest) are never protected; TLS 1.2's ChangeCipherSpec is until keys are on
-        clear = (ctype == CHANGE_CIPHER_SPEC or ctype == HANDSHAKE) and self.version == TLS13 \
-            or ctype == CHANGE_CIPHER_SPEC and not d.encrypted
+        clear = (ctype == _CCS or ctype == _HANDSHAKE) and self.version == TLS13 \
+            or ctype == _CCS and not d.encrypted
         if protection is not None and not clear:
             try:
                 if d.search >= 0:
                     ctype, fragment = self._search(direction, d, header, fragment, ts_ns)
                 else:
-                    ctype, fragment = protection.open(d.seq, header, fragment)
+                    fragment = protection.open(d.seq, header, fragment)
+                    ctype = protection.content_type
                     d.seq += 1
             except Undecryptable as error:
                 early = direction == self.client and self.early_offered and d.stage == HANDSHAKE_KEYS
@@ -311,14 +361,14 @@ class TlsLayer(RecordSink):
         elif d.encrypted and not clear:
             self._opaque(direction, d, size, start, first, ts_ns, capture, record)
             return
-        elif ctype == APPLICATION_DATA and direction == self.client and d.early is not None:
+        elif ctype == _APPLICATION and direction == self.client and d.early is not None:
             if self._early_data(direction, d, header, fragment, ts_ns, capture, record):
                 d.records += 1
                 d.record_bytes += size
             else:
                 self._failed(direction, d, size, start, first, ts_ns, capture, record, "0-RTT data that did not open")
             return
-        elif ctype == APPLICATION_DATA:  # in clear before any keys: early data without its key, or not TLS's
+        elif ctype == _APPLICATION:  # in clear before any keys: early data without its key, or not TLS's
             why = ("0-RTT early data, and the key log has no early secret for it" if direction == self.client
                    and self.early_offered else "application data before any ChangeCipherSpec")
             d.opaque_kind = d.opaque_kind or UNDECRYPTABLE
@@ -327,15 +377,13 @@ class TlsLayer(RecordSink):
             return
         d.records += 1
         d.record_bytes += size
-        if ctype == APPLICATION_DATA:
+        if ctype == _APPLICATION:
             d.app_records += 1
             d.app_record_bytes += size
-            d.app_overhead = size - HEADER - len(fragment)
+            d.app_overhead = size - _HEADER - len(fragment)
             if fragment:
-                d.plaintext_bytes += len(fragment)
-                self.sink.tls_plaintext(direction, d.plain_offset, fragment, ts_ns, capture, record)
-                d.plain_offset += len(fragment)
-        elif ctype == HANDSHAKE:
+                self._plaintext(d, fragment, ts_ns, capture, record)
+        elif ctype == _HANDSHAKE:
             try:
                 messages = d.messages.feed(fragment)
             except hs.HandshakeError as error:
@@ -348,10 +396,10 @@ class TlsLayer(RecordSink):
                 except hs.HandshakeError as error:
                     self._issue(direction, MALFORMED, f"{hs.MESSAGE_NAMES.get(kind, f'handshake type {kind}')}: "
                                 f"{error}", 0, start, start + size, _times(first, ts_ns, capture, record))
-        elif ctype == CHANGE_CIPHER_SPEC:
+        elif ctype == _CCS:
             if self.version != TLS13:
                 self._change_cipher_spec(direction, d)
-        elif ctype == ALERT:
+        elif ctype == _ALERT:
             self._alert(direction, fragment, start, size, _times(first, ts_ns, capture, record))
 
     def lost(self, reader: RecordReader, start: int, end: int, records: int, kind: str, why: str, first: tuple,
@@ -385,12 +433,12 @@ class TlsLayer(RecordSink):
 
     # -- records that wait for the other side's hello ---------------------------------------------
 
-    def _waits(self, direction: int, ctype: int, fragment: bytes) -> bool:
+    def _waits(self, direction: int, ctype: int, fragment) -> bool:
         """Whether this record's keys hang on a hello the other side has not been seen to send:
         the client's records after its ClientHello before any ServerHello (in a capture that put a
         later packet of the client's first), or a ServerHello before the ClientHello."""
         if self.client < 0:
-            return ctype == HANDSHAKE and fragment[:1] == bytes([hs.SERVER_HELLO])
+            return ctype == HANDSHAKE and len(fragment) > 0 and fragment[0] == hs.SERVER_HELLO
         return direction == self.client and self.client_random is not None and self.server_random is None \
             and not (self.hello_retry and ctype == HANDSHAKE)
 
@@ -434,7 +482,7 @@ class TlsLayer(RecordSink):
                 continue
             tried.add(k)
             try:
-                found = (k, protection.open(d.seq + k - 1, header, fragment))
+                found = (k, (protection.open(d.seq + k - 1, header, fragment), protection))
                 break
             except Undecryptable:
                 continue
@@ -445,7 +493,7 @@ class TlsLayer(RecordSink):
             candidate = Aead13(self.suite, key, iv)
             for seq in range(min(MAX_SEARCH, most + 1)):
                 try:
-                    found = (seq + 1, candidate.open(seq, header, fragment))
+                    found = (seq + 1, (candidate.open(seq, header, fragment), candidate))
                     break
                 except Undecryptable:
                     continue
@@ -472,7 +520,8 @@ class TlsLayer(RecordSink):
         self._issue(direction, GAP, f"{why}: {counted} lost (about {estimate} bytes of decrypted data)"
                     + ("; a KeyUpdate among them" if updated else "") + "; decryption resumed", lost, at, at + lost,
                     (first[0], ts_ns, first[1], first[2], 0))
-        return opened
+        plain, which = opened
+        return which.content_type, plain
 
     @staticmethod
     def _per_record(d: Direction) -> int:
@@ -486,6 +535,7 @@ class TlsLayer(RecordSink):
         stream is told (those of the handshake carried none)."""
         if size > 0 and (d.stage == APPLICATION_KEYS or self.version != TLS13 and d.finished_ns >= 0):
             d.lost_plaintext_bytes += size
+            self._flush(direction)
             self.sink.tls_lost(direction, d.plain_offset, size, ts_ns)
             d.plain_offset += size
 
@@ -496,14 +546,13 @@ class TlsLayer(RecordSink):
         if early is None or direction != self.client:
             return False
         try:
-            ctype, plain = early.open(d.early_seq, header, fragment)
+            plain = early.open(d.early_seq, header, fragment)
+            ctype = early.content_type
         except Undecryptable:
             return False
         d.early_seq += 1
         if ctype == APPLICATION_DATA and plain:
-            d.plaintext_bytes += len(plain)
-            self.sink.tls_plaintext(direction, d.plain_offset, plain, ts_ns, capture, record)
-            d.plain_offset += len(plain)
+            self._plaintext(d, plain, ts_ns, capture, record)
         elif ctype == HANDSHAKE:  # EndOfEarlyData: early keys are done
             d.early = None
         return True
@@ -736,6 +785,7 @@ class TlsLayer(RecordSink):
                         f"from the {who}", 0, start, start + size, ts)
 
     def _issue(self, direction: int, kind: str, detail: str, skipped: int, start: int, end: int, ts: tuple) -> None:
+        self._flush(direction)  # (what was decrypted before it goes up first)
         self.dirs[direction].skipped_bytes += skipped
         self.sink.tls_issue(direction, kind, detail, skipped, start, end, ts)
 

@@ -6,6 +6,8 @@ cdef long long _MAX_RECORD
 
 
 @cython.locals(ctype=cython.int, length=cython.longlong)
+cpdef long long plausible_header(bytes header, int version)
+@cython.locals(ctype=cython.int, length=cython.longlong)
 cpdef long long plausible(object buf, Py_ssize_t i, int version)
 
 
@@ -13,7 +15,7 @@ cdef class RecordReader
 
 
 cdef class RecordSink:
-    cpdef record(self, RecordReader reader, int ctype, bytes header, bytes fragment, long long start, tuple first,
+    cpdef record(self, RecordReader reader, int ctype, bytes header, object fragment, long long start, tuple first,
                  long long ts_ns, int capture, long long record)
     cpdef lost(self, RecordReader reader, long long start, long long end, long long records, str kind, str why,
                tuple first, long long ts_ns)
@@ -44,7 +46,8 @@ cdef class RecordReader:
     cpdef gap(self, long long offset, long long size, long long ts_ns)
     @cython.locals(pos=Py_ssize_t, size=Py_ssize_t, state=cython.int, stop=Py_ssize_t)
     cpdef Py_ssize_t _run(self, object buf, long long base, long long arrived, tuple here, bint final)
-    @cython.locals(size=Py_ssize_t, end=cython.longlong, start=cython.longlong)
+    @cython.locals(size=Py_ssize_t, end=cython.longlong, start=cython.longlong, length=cython.longlong, header=bytes,
+                   whole=bytes)
     cpdef Py_ssize_t _framing(self, object buf, Py_ssize_t pos, long long base, long long arrived, tuple here)
     cpdef Py_ssize_t _skipping(self, object buf, Py_ssize_t pos, long long base, long long ts_ns)
     cpdef _end_skip(self, long long end, long long ts_ns)

@@ -36,6 +36,23 @@ class RecordState(IntEnum):
 RECORDS, SKIP, RESYNC, OPAQUE = map(int, RecordState)
 
 
+def plausible_header(header: bytes, version: int) -> int:
+    """The fragment length a 5-byte record header says (-1: no record starts with it).
+    `version`: the record version every record of the connection carries (0: not known yet)."""
+    ctype = header[0]
+    if ctype < _CHANGE_CIPHER_SPEC or ctype > _HEARTBEAT or header[1] != 3:
+        return -1
+    if version:
+        if (header[1] << 8 | header[2]) != version:
+            return -1
+    elif header[2] > 4:
+        return -1
+    length = header[3] << 8 | header[4]
+    if length == 0 or length > _MAX_RECORD:
+        return -1
+    return length
+
+
 def plausible(buf, i: int, version: int) -> int:
     """The end of a record whose header is at i (-1: none can start there, 0: more bytes needed).
     `version`: the record version every record of the connection carries (0: not known yet)."""
@@ -116,7 +133,10 @@ class RecordReader:
             self.buf += data
             used = self._run(self.buf, self.base, offset, here, False)
             if used:
-                del self.buf[:used]
+                try:
+                    del self.buf[:used]
+                except BufferError:  # (a view of a fragment still held somewhere: the rest copied)
+                    self.buf = bytearray(self.buf[used:])
                 self.base += used
                 if self.base >= offset:
                     self.first = here
@@ -216,10 +236,15 @@ class RecordReader:
         return pos
 
     def _framing(self, buf, pos: int, base: int, arrived: int, here: tuple) -> int:
-        """RECORDS: record after record, each handed to the layer once whole."""
+        """RECORDS: record after record, each handed to the layer once whole: its fragment as a
+        view of `buf` (no copy; the layer copies what it keeps)."""
         size = len(buf)
+        view = memoryview(buf)
+        whole = buf if type(buf) is bytes else None  # (compiled: typed bytes, its slices made in C)
         while size - pos >= _HEADER:
-            end = plausible(buf, pos, self.version)
+            header = whole[pos:pos + _HEADER] if whole is not None else bytes(buf[pos:pos + _HEADER])
+            length = plausible_header(header, self.version)
+            end = pos + _HEADER + length if length >= 0 else -1
             if end < 0:
                 start = base + pos
                 first = self.first if start < arrived else here
@@ -237,10 +262,10 @@ class RecordReader:
             start = base + pos
             self.records += 1
             if not self.version:
-                self.version = buf[pos + 1] << 8 | buf[pos + 2]
-                if self.version == 0x0301 and buf[pos] == _HANDSHAKE:  # (a ClientHello's: later records say 0x0303)
+                self.version = header[1] << 8 | header[2]
+                if self.version == 0x0301 and header[0] == _HANDSHAKE:  # (a ClientHello's: later records say 0x0303)
                     self.version = 0
-            self.sink.record(self, buf[pos], bytes(buf[pos:pos + _HEADER]), bytes(buf[pos + _HEADER:end]), start,
+            self.sink.record(self, header[0], header, view[pos + _HEADER:end], start,
                              self.first if start < arrived else here, here[0], here[1], here[2])
             pos = end
             if self.state != RECORDS:

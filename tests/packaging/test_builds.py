@@ -29,9 +29,11 @@ def decode(paths, *options, interpreted: bool) -> bytes:
 @pytest.mark.parametrize("options", [["--jsonl", "--bodies"], [], ["--stats", "--json"]], ids=["jsonl", "text", "stats"])
 def test_compiled_equals_interpreted(options):
     """All captures in one run each way (each has its own addresses and times: they decode as they
-    would alone), compared line by line."""
-    compiled = decode(CAPTURES, *options, interpreted=False).splitlines()
-    interpreted = decode(CAPTURES, *options, interpreted=True).splitlines()
+    would alone), the TLS samples decrypted with their key logs, compared line by line."""
+    keys = ["--tls-keylog", str(ROOT / "data" / "samples" / "tls")]
+    compiled = decode(CAPTURES, *options, *keys, interpreted=False).splitlines()
+    interpreted = decode(CAPTURES, *options, *keys, interpreted=True).splitlines()
+    assert sum(b'"tls":true' in line for line in compiled) > 500 or "--jsonl" not in options
     assert len(compiled) > 1000 or "--stats" in options
     assert compiled == interpreted
 

@@ -56,15 +56,19 @@ def test_files_directories_and_globs(tmp_path):
     (tmp_path / "a.keys").write_text(line(MASTER_SECRET, MASTER))
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "sslkeylog.txt").write_text(line(MASTER_SECRET, MASTER, bytes(32)))
-    (tmp_path / ".hidden").write_text("not a key log")
-    keys = read_key_logs([str(tmp_path)])  # every file but hidden ones, recursively
+    (tmp_path / ".hidden").write_text(line(MASTER_SECRET, MASTER, b"\x07" * 32))
+    (tmp_path / "capture.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(40))  # (beside them: passed over)
+    (tmp_path / "notes.txt").write_text("what these keys are for\n")
+    keys = read_key_logs([str(tmp_path)])  # every key log but hidden ones, recursively
     assert len(keys) == 2 and keys.sources == 2
     assert len(read_key_logs([str(tmp_path / "*.keys")])) == 1
     assert len(read_key_logs([])) == 0
     with pytest.raises(KeyLogError, match="no such file or directory"):
         read_key_logs([str(tmp_path / "missing.keys")])
-    (tmp_path / "sub" / "broken").write_bytes(b"\x00\xff binary\n")
-    with pytest.raises(KeyLogError, match=r"broken, line 1: "):
+    with pytest.raises(KeyLogError, match=r"notes.txt, line 1: "):  # (named on its own: it must be one)
+        read_key_logs([str(tmp_path / "notes.txt")])
+    (tmp_path / "sub" / "broken.keys").write_text(line(MASTER_SECRET, MASTER) + "\nCLIENT_RANDOM zz\n")
+    with pytest.raises(KeyLogError, match=r"broken.keys, line 2: "):  # (a key log of the folder that breaks)
         read_key_logs([str(tmp_path)])
 
 

@@ -86,7 +86,8 @@ def test_tls13_record_opens_and_strips_its_padding():
     nonce = (int.from_bytes(iv, "big") ^ 7).to_bytes(12, "big")
     header = _header(23, len(inner) + 16)
     sealed = ChaCha20Poly1305(key).encrypt(nonce, inner, header)
-    assert Aead13(suite, key, iv).open(7, header, sealed) == (23, b"AMQP frames")
+    protection = Aead13(suite, key, iv)
+    assert protection.open(7, header, sealed) == b"AMQP frames" and protection.content_type == 23
     with pytest.raises(Undecryptable):
         Aead13(suite, key, iv).open(8, header, sealed)  # the wrong sequence number
     with pytest.raises(Undecryptable):
@@ -101,7 +102,7 @@ def test_tls12_gcm_record_carries_its_explicit_nonce():
     plain = b"x" * 100
     aad = (41).to_bytes(8, "big") + bytes([23, 3, 3]) + len(plain).to_bytes(2, "big")
     fragment = explicit + AESGCM(key).encrypt(salt + explicit, plain, aad)
-    assert Aead12(suite, key, salt).open(41, _header(23, len(fragment)), fragment) == (23, plain)
+    assert Aead12(suite, key, salt).open(41, _header(23, len(fragment)), fragment) == plain
     with pytest.raises(Undecryptable):
         Aead12(suite, key, salt).open(40, _header(23, len(fragment)), fragment)
 
@@ -125,10 +126,10 @@ def test_tls12_cbc_checks_padding_and_mac_either_way():
         return encryptor.update(data + bytes([pad]) * (pad + 1)) + encryptor.finalize()
     plain = b"basic.publish" * 7
     mte = iv + encrypt(plain + mac(plain, 3))
-    assert Cbc12(suite, key, mac_key, etm=False).open(3, _header(23, len(mte)), mte) == (23, plain)
+    assert Cbc12(suite, key, mac_key, etm=False).open(3, _header(23, len(mte)), mte) == plain
     sealed = iv + encrypt(plain)
     etm = sealed + mac(sealed, 3)
-    assert Cbc12(suite, key, mac_key, etm=True).open(3, _header(23, len(etm)), etm) == (23, plain)
+    assert Cbc12(suite, key, mac_key, etm=True).open(3, _header(23, len(etm)), etm) == plain
     for record, etm_on in ((mte, False), (etm, True)):
         with pytest.raises(Undecryptable):
             Cbc12(suite, key, mac_key, etm_on).open(4, _header(23, len(record)), record)
