@@ -5,12 +5,16 @@ any size, with segments the capture lost, without keys, resumed."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
 
 from amqpcap.connection.decoder import CaptureDecoder
 from amqpcap.tls.keylog import KeyLog, read_key_logs
+from tests.helpers.samples import ROOT
 from tests.helpers.tls import ISSUER, SNI, SUBJECT, contexts, conversation, tls_capture
 from tools import craft_samples as craft
 
@@ -28,6 +32,8 @@ SUITES = [
     ("TLSv1.2", "ECDHE-RSA-AES128-SHA256", True, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"),
     ("TLSv1.2", "ECDHE-RSA-AES256-SHA384", False, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384"),
     ("TLSv1.2", "AES256-SHA", False, "TLS_RSA_WITH_AES_256_CBC_SHA"),
+    ("TLSv1.2", "AES128-CCM", True, "TLS_RSA_WITH_AES_128_CCM"),
+    ("TLSv1.2", "AES256-CCM8", True, "TLS_RSA_WITH_AES_256_CCM_8"),
 ]
 IDS = [f"{v}-{c or 'default'}-{'etm' if e else 'mte'}" for v, c, e, _ in SUITES]
 
@@ -78,6 +84,26 @@ def test_every_suite_decrypts_to_the_conversation_in_clear(tmp_path, plain, vers
         assert tls["encrypt_then_mac"] is (etm and "CBC" in name)
     for direction, facts in summary["directions"].items():
         assert facts["decoded_bytes"] == len(capture.plain[direction]) == tls["directions"][direction]["plaintext_bytes"]
+
+
+@pytest.mark.parametrize("suite", ["TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"])
+def test_tls13_ccm_suites_decrypt_to_the_conversation_in_clear(tmp_path, plain, suite):
+    """TLS 1.3's CCM suites, which OpenSSL offers only when configured to (Python's ssl cannot choose
+    TLS 1.3 suites: the capture is made in a process of its own, under an OpenSSL configuration)."""
+    conf = tmp_path / "openssl.cnf"
+    conf.write_text("openssl_conf = default_conf\n[default_conf]\nssl_conf = ssl_sect\n[ssl_sect]\n"
+                    "system_default = system_default_sect\n[system_default_sect]\n"
+                    f"Ciphersuites = {suite}\n")
+    script = ("import sys; from pathlib import Path; from tests.helpers.tls import tls_capture; "
+              "from tests.tls.test_layer import FRAMES; "
+              "print(tls_capture(Path(sys.argv[1]), 'c', FRAMES, version='TLSv1.3').cipher[0])")
+    made = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "OPENSSL_CONF": str(conf), "PYTHONPATH": str(ROOT)}, check=True)
+    assert made.stdout.strip() == suite  # (what the test is about)
+    records, stats = decode(tmp_path / "c.pcap", read_key_logs([str(tmp_path / "c.keys")]))
+    assert story(records) == story(plain)
+    assert [r for r in records if r["kind"] == "issue"] == []
+    assert stats.connection_summaries[0]["tls"]["cipher_suite"] == suite
 
 
 @pytest.mark.parametrize("mss", [1, 5, 100, 1 << 20])
