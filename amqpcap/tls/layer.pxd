@@ -29,6 +29,7 @@ cdef class Direction:
     cdef public long long early_seq
     cdef public int generation
     cdef public bint keyed
+    cdef public long long awaiting, awaiting_bytes
     cdef public long long plain_offset
     cdef public long long search
     cdef public long long search_at

@@ -125,7 +125,7 @@ class Direction:
                  "opaque_records", "opaque_start", "opaque_end", "opaque_first", "opaque_last", "finished_ns",
                  "keyed", "failed", "failed_bytes", "failed_start", "failed_end", "failed_first", "failed_last",
                  "failed_why", "early_seq", "app_overhead", "waiting", "waiting_bytes", "waited", "held", "held_from",
-                 "held_ts", "held_capture", "held_record")
+                 "held_ts", "held_capture", "held_record", "awaiting", "awaiting_bytes")
 
     def __init__(self, layer: "TlsLayer", direction: int) -> None:
         self.reader = RecordReader(layer, direction)
@@ -148,6 +148,11 @@ class Direction:
         self.held_capture = -1
         self.generation = 0  # TLS 1.3: KeyUpdates of the application secret
         self.keyed = False  # keys were found for its current stage
+        # a direction carried from an earlier run whose keys this run's key log lacked: the records
+        # counted since (-1: none such) and their bytes, so that a later run whose key log has them
+        # opens the next record at its sequence number (_resume)
+        self.awaiting = -1
+        self.awaiting_bytes = 0
         self.plain_offset = 0  # the decrypted stream's next offset
         self.search = -1  # bytes of records of unknown number lost: the next record's sequence is searched for
         self.search_at = 0
@@ -180,7 +185,8 @@ class Direction:
             return at[0], name(at[1]), at[2]
         return {"reader": self.reader.saved(name), "messages": bytes(self.messages.buf), "seq": self.seq,
                 "encrypted": self.encrypted, "stage": self.stage, "generation": self.generation,
-                "keyed": self.keyed, "plain_offset": self.plain_offset, "search": self.search,
+                "keyed": self.keyed, "awaiting": [self.awaiting, self.awaiting_bytes],
+                "plain_offset": self.plain_offset, "search": self.search,
                 "search_at": self.search_at, "search_first": place(self.search_first), "search_why": self.search_why,
                 "counts": [self.records, self.record_bytes, self.app_records, self.app_record_bytes, self.app_overhead,
                            self.skipped_bytes, self.plaintext_bytes, self.lost_plaintext_bytes,
@@ -199,6 +205,7 @@ class Direction:
         self.messages.buf = bytearray(state["messages"])
         self.seq, self.encrypted, self.stage = state["seq"], state["encrypted"], state["stage"]
         self.generation, self.keyed, self.plain_offset = state["generation"], state["keyed"], state["plain_offset"]
+        self.awaiting, self.awaiting_bytes = state["awaiting"]
         self.search, self.search_at, self.search_why = state["search"], state["search_at"], state["search_why"]
         self.search_first = place(state["search_first"])
         (self.records, self.record_bytes, self.app_records, self.app_record_bytes, self.app_overhead, self.skipped_bytes,
@@ -457,6 +464,8 @@ class TlsLayer(RecordSink):
         """The first record after records of unknown number were lost: opened at the sequence
         number that authenticates it (TLS 1.3: also with the next secret, should a KeyUpdate have
         been lost). Tells the decrypted stream how much it lost."""
+        if d.awaiting >= 0:
+            return self._resume(direction, d, header, fragment, ts_ns)
         lost = d.search
         protection = d.protection
         per_record = self._per_record(d)
@@ -523,6 +532,18 @@ class TlsLayer(RecordSink):
         plain, which = opened
         return which.content_type, plain
 
+    def _resume(self, direction: int, d: Direction, header: bytes, fragment: bytes, ts_ns: int) -> tuple[int, bytes]:
+        """The first record of a direction whose keys an earlier run lacked, this run's key log having
+        them: opened at the sequence number its records counted since (what they held lost to the
+        decrypted stream, which resynchronises; their bytes were told as tls-not-decoded then)."""
+        records, size = d.awaiting, d.awaiting_bytes
+        d.awaiting, d.awaiting_bytes, d.search = -1, 0, -1
+        protection = d.protection
+        plain = protection.open(d.seq + records, header, fragment)  # (Undecryptable: the caller counts it)
+        d.seq += records + 1
+        self._lose_plaintext(direction, d, max(0, size - records * self._per_record(d)), ts_ns)
+        return protection.content_type, plain
+
     @staticmethod
     def _per_record(d: Direction) -> int:
         """What a record adds to its plaintext on the wire, header included: the protection's
@@ -579,6 +600,9 @@ class TlsLayer(RecordSink):
 
     def _opaque(self, direction: int, d: Direction, size: int, start: int, first: tuple, ts_ns: int, capture: int,
                 record: int) -> None:
+        if d.awaiting >= 0:
+            d.awaiting += 1
+            d.awaiting_bytes += size
         if not d.opaque_records:
             d.opaque_start, d.opaque_first = start, first
             if not d.opaque_kind:
@@ -878,7 +902,7 @@ class TlsLayer(RecordSink):
         saved = state["directions"][::-1] if flipped else state["directions"]
         for direction, (d, found) in enumerate(zip(self.dirs, saved)):
             d.restore(found, index)
-            if d.keyed:
+            if d.keyed or d.awaiting >= 0:
                 self._rekey(direction, d)
 
     def _rekey(self, direction: int, d: Direction) -> None:
@@ -905,8 +929,12 @@ class TlsLayer(RecordSink):
                 protection = protection_for(suite, self.block.keys[i], self.block.ivs[i], self.block.mac_keys[i],
                                             self.etm)
         d.protection = protection
+        if protection is not None and d.awaiting >= 0:  # keys missed by an earlier run: resumed (_resume)
+            d.keyed, d.search = True, 0
         if protection is None:
             d.keyed = False
+            if d.awaiting < 0:  # its records are counted from here: a later run may have the keys
+                d.awaiting, d.awaiting_bytes = 0, 0
             d.opaque_kind = d.opaque_kind or NOT_DECODED
             d.opaque_why = d.opaque_why or ("carried from the previous run, and this run's key log has no secret "
                                             "for it (it is looked for again in every run's key log)")

@@ -128,3 +128,30 @@ def test_a_next_run_without_the_key_log_says_why_it_decrypts_nothing(capture):
     (tls,) = second["tls_connections"]
     assert tls["decrypted"] is True  # (its first run's part was)
 
+
+
+def test_a_run_without_the_key_log_between_two_with_it_loses_only_its_own_part(capture):
+    """Night 2's key log lacks the connection's secrets (counted, not decrypted, its records'
+    sequence numbers kept); night 3's has them: decryption resumes at its first record, what night 2
+    held is a gap of the decrypted stream, and AMQP framing resynchronises after it."""
+    found, segments, keys = capture
+    whole, _, _ = night(segments, "whole.pcap", keys)
+    cuts = (len(segments) // 3, 2 * len(segments) // 3)
+    _, states, _ = night(segments[:cuts[0]], "a.pcap", keys)
+    second, states, _ = night(segments[cuts[0]:cuts[1]], "b.pcap", KeyLog(), saved=states)
+    assert {r["issue_kind"] for r in second["decode_issues"] if r["issue_kind"].startswith("tls-")} == {"tls-not-decoded"}
+    third, _, resumed = night(segments[cuts[1]:], "c.pcap", keys, saved=states)
+    assert resumed.resumed
+    # (night 2's records counted are told once decryption resumes: one run of them, as in one capture)
+    layer = [r for r in third["decode_issues"] if r["issue_kind"].startswith("tls-")]
+    assert layer and all(r["issue_kind"] == "tls-not-decoded" and "carried" in r["detail"] for r in layer)
+    assert "gap" in {r["issue_kind"] for r in third["decode_issues"]}
+    for direction in ("C>S", "S>C"):  # each direction's methods from the resynchronisation on, to its close
+        mine = [r[2] for r in told(third) if r[1] == "method" and r[0] == direction]
+        assert len(mine) >= 2 and mine == [r[2] for r in told(whole) if r[1] == "method" and r[0] == direction][-len(mine):]
+        assert mine[-1] in ("connection.close-ok", "connection.close")
+    (tls,) = third["tls_connections"]
+    for direction in ("c2s", "s2c"):  # every TCP byte in a record or an issue, over the three nights
+        assert tls[f"{direction}_skipped_bytes"] == sum(
+            r["bytes_skipped"] for rows in (second, third) for r in rows["decode_issues"] if not r["provisional"]
+            and r["issue_kind"].startswith("tls-") and r["direction"] == ("C>S" if direction == "c2s" else "S>C"))
