@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml setup.py $(shell find amqpcap -name '*.py' -o -name '*.
 LAKE ?= lake
 
 run: setup
-	$(VENV)/bin/amqpcap run --input $(SAMPLES) --lake $(LAKE)
+	$(VENV)/bin/amqpcap run --input $(SAMPLES) --tls-keylog $(SAMPLES)/tls --lake $(LAKE)
 
 # The whole suite on the installed (compiled, where a C compiler was there) build, then the
 # decoder's tests (and the fuzz suite's quick part) again on the interpreted modules, the reference

@@ -44,6 +44,27 @@ def settings_options() -> argparse.ArgumentParser:
     return parent
 
 
+def add_tls_arguments(group) -> None:
+    """--tls-port and --tls-keylog: shorthands for decode.tls_ports and decode.tls_keylogs, the same
+    in every subcommand that decodes (see tls_overrides)."""
+    group.add_argument("--tls-port", type=int, action="append", metavar="N",
+                       help="a TLS (AMQPS) port (repeatable; decode.tls_ports, default 5671): decrypted "
+                       "with --tls-keylog, else accounted, not decoded")
+    group.add_argument("--tls-keylog", action="append", metavar="PATH",
+                       help="a TLS key log (SSLKEYLOGFILE format; repeatable; a directory or glob: the key "
+                       "logs in it; a URI such as s3://; decode.tls_keylogs) to decrypt TLS connections with")
+
+
+def tls_overrides(args: argparse.Namespace) -> list[str]:
+    import json
+    out = []
+    if args.tls_port:
+        out.append(f"decode.tls_ports={sorted(set(args.tls_port))}")
+    if args.tls_keylog:
+        out.append(f"decode.tls_keylogs={json.dumps(args.tls_keylog)}")
+    return out
+
+
 def console_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     group = parent.add_argument_group("console")

@@ -11,7 +11,7 @@ import sys
 import orjson
 
 from amqpcap.capture.inputs import expand_inputs
-from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
+from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, add_tls_arguments, load_settings, tls_overrides
 from amqpcap.cli.console import log
 from amqpcap.connection.decoder import CaptureDecoder
 from amqpcap.decodeview.ends import ConnectionEnds
@@ -73,12 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shorthands.add_argument("--port", type=int, action="append", metavar="N",
                             help="an AMQP port (repeatable; decode.amqp_ports, default 5672). AMQP on other "
                             "ports is still found by its protocol header")
-    shorthands.add_argument("--tls-port", type=int, action="append", metavar="N",
-                            help="a TLS (AMQPS) port (repeatable; decode.tls_ports, default 5671): decrypted "
-                            "with --tls-keylog, else accounted, not decoded")
-    shorthands.add_argument("--tls-keylog", action="append", metavar="FILE",
-                            help="a TLS key log (SSLKEYLOGFILE format; repeatable; a directory: every file in "
-                            "it; decode.tls_keylogs) to decrypt TLS connections with")
+    add_tls_arguments(shorthands)
     shorthands.add_argument("--default-version", choices=["0-9-1", "0-9"],
                             help="version for connections whose protocol header was not captured "
                             "(decode.default_version)")
@@ -95,11 +90,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
     out = []
     if args.port:
         out.append(f"decode.amqp_ports={sorted(set(args.port))}")
-    if args.tls_port:
-        out.append(f"decode.tls_ports={sorted(set(args.tls_port))}")
-    if args.tls_keylog:
-        import json
-        out.append(f"decode.tls_keylogs={json.dumps(args.tls_keylog)}")
+    out += tls_overrides(args)
     if args.default_version:
         out.append(f'decode.default_version="{args.default_version}"')
     for item in args.spec:

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 
-from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, load_settings
+from amqpcap.cli import CAPTURE_FAILED, OK, UsageError, add_tls_arguments, load_settings, tls_overrides
 
 NAME = "run"
 HELP = "decode captures into the Delta lake with Spark"
@@ -28,10 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary-json", metavar="FILE", help="also write the run's summary as JSON (for schedulers)")
     parser.add_argument("--fail-on", choices=["failed", "partial"], default="failed",
                         help="exit 1 when a capture failed, or also when one was only partly readable")
+    add_tls_arguments(parser.add_argument_group("shorthands for settings"))
 
 
 def main(args: argparse.Namespace) -> int:
-    settings = load_settings(args)
+    settings = load_settings(args, tls_overrides(args))
     from amqpcap.capture.inputs import list_inputs
     files = list_inputs(args.input)
     if not files:
