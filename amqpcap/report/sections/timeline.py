@@ -26,13 +26,16 @@ def build(ctx) -> Section:
     if not total:
         section.notes.append(NOTHING)
         return section
-    # The connections that did not end with a close handshake matter most; then the longest.
+    # The connections that did not end with a close handshake, or closed it or a channel with an
+    # error, matter most; then the longest.
     connections = ctx.rows(f"""
         SELECT connection, client, server, connection_name, vhost, auth_user,
                epoch_us({p.clip_start('started_at')}), epoch_us({p.clip_end('coalesce(ended_at, started_at)')}),
                coalesce(end_reason, 'capture-end'), close_code, close_text
         FROM connections WHERE {where}
-        ORDER BY coalesce(end_reason, '') <> 'close' DESC, ended_at - started_at DESC, started_at LIMIT {SHOWN}""")
+        ORDER BY coalesce(end_reason, '') <> 'close' OR coalesce(close_code, 200) NOT IN (0, 200)
+                 OR connection IN (SELECT connection FROM channels WHERE close_code NOT IN (0, 200)) DESC,
+                 ended_at - started_at DESC, started_at LIMIT {SHOWN}""")
     connections.sort(key=lambda c: c[6])
     channels = ctx.rows("""
         SELECT connection, channel, epoch_us(opened_at), epoch_us(closed_at), close_code, close_text, close_initiator
@@ -41,7 +44,7 @@ def build(ctx) -> Section:
     section.figures.append(_gantt(connections, channels, ctx.axis))
     if total > len(connections):
         section.notes.append(f"Showing {len(connections)} of {total:,} connections: those that did not end with a "
-                             "close handshake first, then the longest.")
+                             "close handshake, or closed it or a channel with an error, first; then the longest.")
     section.tables.append(Table(["ended by", "connections", "closed with an error code", "channels"], ctx.rows(f"""
         SELECT coalesce(end_reason, '(unknown)'), count(*), count(*) FILTER (WHERE close_code NOT IN (0, 200)),
                sum(channels_opened)
