@@ -334,8 +334,9 @@ class StreamsRow(TypedDict, total=False):
     client: Client
     server: Server
     status: Annotated[str | None, "string",
-                      "amqp (0-9-1 or 0-9: decoded), amqp-1.0 (its frames walked and counted, not decoded), "
-                      "tls (on a TLS port, or a TLS client on an AMQP port: not decoded), http, mqtt, stomp, "
+                      "amqp (0-9-1 or 0-9: decoded, over TLS too when its keys were logged: tls true), amqp-1.0 "
+                      "(its frames walked and counted, not decoded), tls (TLS, on a TLS port or an AMQP one, "
+                      "without its keys: counted, not decoded), http, mqtt, stomp, "
                       "ssh, proxy or redis (what a client on an AMQP port spoke instead: counted, not "
                       "decoded), not-amqp or no-payload"]
     version: Annotated[str | None, "string",
@@ -363,8 +364,8 @@ class StreamsRow(TypedDict, total=False):
     s2c_undecoded_frames: Annotated[int | None, "bigint",
                                     "server to client: frames walked by their headers, not decoded (AMQP 1.0)"]
     tls: Annotated[bool | None, "boolean",
-                   "the connection ran over TLS (its tls_connections row says how); then decoded_bytes and "
-                   "skipped_bytes count the decrypted stream's bytes, stream_bytes the TCP stream's"]
+                   "true: the connection ran over TLS (its tls_connections row says how); then decoded_bytes and "
+                   "skipped_bytes count the decrypted stream's bytes, stream_bytes the TCP stream's; false: in clear"]
     source: Source
     provisional: Provisional
     run_id: Run
@@ -653,7 +654,7 @@ class ConnectionsRow(TypedDict, total=False):
     channels_opened: Annotated[int | None, "bigint", "channel.open-ok seen"]
     messages_published: Annotated[int | None, "bigint", "basic.publish seen"]
     messages_delivered: Annotated[int | None, "bigint", "basic.deliver and basic.get-ok seen"]
-    tls: Annotated[bool | None, "boolean", "over TLS (AMQPS): its tls_connections row says how (from streams)"]
+    tls: Annotated[bool | None, "boolean", "true: over TLS (AMQPS), its tls_connections row says how; false: in clear (from streams)"]
     source: Source
     provisional: Provisional
     run_id: Run
