@@ -12,7 +12,9 @@ before it is released. Ties keep decoding order, so a connection's end follows i
 Memory is bounded: past `cap` records the oldest is released whatever the watermark says, and a
 record that then arrives older than one already written is written at once and counted in
 `late` (the summary reports it). The known late records: a TLS connection's `tls-not-decoded`
-issue (timed at its first packet, known only at its end), and the end of a connection whose 4-tuple
+(or `tls-undecryptable`) issue, one for a run of encrypted records not decrypted, timed by its
+first record and told when the run ends (often the connection's end: holding the watermark at
+its start would hold every other connection's records for as long), and the end of a connection whose 4-tuple
 was reused after it went silent without closing.
 """
 
