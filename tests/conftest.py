@@ -44,11 +44,14 @@ def spark(settings):
 
 @pytest.fixture(scope="session")
 def lake(spark, settings, tmp_path_factory):
-    """data/samples/ run once through the whole job: (lake path, run summary)."""
+    """data/samples/ run once through the whole job, with the TLS samples' key logs (as `make run`
+    does): (lake path, run summary)."""
     from amqpcap.capture.inputs import list_inputs
     from amqpcap.job.nightly import run
+    from amqpcap.tls.keylog import read_key_logs
     path = str(tmp_path_factory.mktemp("lake"))
-    return path, run(spark, list_inputs([str(SAMPLES)]), settings, path, "run-1")
+    keys = read_key_logs([str(SAMPLES / "tls")])
+    return path, run(spark, list_inputs([str(SAMPLES)]), settings, path, "run-1", keys=keys)
 
 
 def pytest_collection_modifyitems(items):

@@ -27,9 +27,27 @@ def canonical(rows: list[dict], rename: Callable[[str], str] | None = None) -> l
                 continue
             if rename is not None and key in CAPTURE_COLUMNS and isinstance(value, str):
                 value = rename(value)
+            elif rename is not None and key == "state" and isinstance(value, bytes):
+                value = saved_state(value, rename)
             out[key] = normal(value)
         lines.append(json.dumps(out, default=str, sort_keys=True))
     return sorted(lines)
+
+
+def saved_state(blob: bytes, rename: Callable[[str], str]) -> list:
+    """A carried state (connection_state.state) as its pickle's operations, the captures it names
+    (where an issue began, in an earlier file) renamed: the same state saved from captures in
+    another place. (Frame lengths, which the names' lengths change, left out.)"""
+    import pickletools
+    import zlib
+    ops = []
+    for op, arg, _ in pickletools.genops(zlib.decompress(blob)):
+        if op.name == "FRAME":
+            continue
+        if isinstance(arg, str) and "://" in arg:
+            arg = rename(arg)
+        ops.append([op.name, arg.hex() if isinstance(arg, bytes) else arg])
+    return ops
 
 
 def normal(value):

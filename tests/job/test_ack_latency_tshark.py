@@ -11,7 +11,12 @@ from collections import defaultdict
 import pytest
 
 from amqpcap.lake.spark_read import read_table
-from tests.connection.test_tshark import TSHARK_WRONG, pytestmark  # noqa: F401  (skipped without tshark)
+from tests.connection.test_tshark import (  # noqa: F401  (pytestmark: skipped without tshark)
+    TSHARK_WRONG,
+    pytestmark,
+    server_ports,
+    tshark_options,
+)
 from tests.helpers.samples import EXPECTED, capture_for, uri
 
 SAMPLES = [p for p in EXPECTED if p.parent.name != "crafted"
@@ -23,8 +28,9 @@ def tshark_ack_latencies(path) -> list[tuple[int, int, int]]:
     way: per TCP stream and channel, deliveries by tag; an ack settles its tag, or with multiple
     every outstanding tag up to it (all of them for tag 0); a nack or reject takes its tags out
     the same way; channel.open starts over."""
-    out = subprocess.run([shutil.which("tshark"), "-r", str(path), "-d", "tcp.port==5672,amqp", "-Y", "amqp",
+    out = subprocess.run([shutil.which("tshark"), "-r", str(path), *tshark_options(path), "-Y", "amqp",
                           "-T", "json", "--no-duplicate-keys"], capture_output=True, text=True).stdout
+    servers = server_ports(path)  # (a TLS sample's too: tshark decrypts it with its key log)
     outstanding = defaultdict(dict)
     latencies = []
     for packet in json.loads(out or "[]"):
@@ -32,7 +38,7 @@ def tshark_ack_latencies(path) -> list[tuple[int, int, int]]:
         pdus = layers["amqp"] if isinstance(layers["amqp"], list) else [layers["amqp"]]
         seconds, fraction = layers["frame"]["frame.time_epoch"].split(".")
         nanos = int(seconds) * 10**9 + int(fraction.ljust(9, "0")[:9])  # exact, no float
-        to_server = layers["tcp"]["tcp.dstport"] == "5672"
+        to_server = layers["tcp"]["tcp.dstport"] in servers
         for pdu in pdus:
             if not isinstance(pdu, dict) or pdu.get("amqp.type") != "1" or "amqp.method.class" not in pdu:
                 continue  # headers, bodies... and AMQP 1.0's frames (whose type 1 is SASL's)

@@ -20,7 +20,7 @@ def test_executors_in_their_own_jvms_give_the_tables_of_the_embedded_run(lake, t
     embedded, _ = lake
     separate = str(tmp_path / "lake")
     result = subprocess.run([sys.executable, "-m", "amqpcap", "run", "--master", "local-cluster[2,1,1024]",
-                             "--input", str(SAMPLES), "--lake", separate], capture_output=True, text=True, cwd=ROOT,
+                             "--input", str(SAMPLES), "--tls-keylog", str(SAMPLES / "tls"), "--lake", separate], capture_output=True, text=True, cwd=ROOT,
                             timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     for table in TABLES:

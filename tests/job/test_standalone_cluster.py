@@ -67,6 +67,7 @@ from tests.helpers.wheel import TIMES, installed_venv, sh
 pytestmark = pytest.mark.slow
 
 NIGHT = "s3://caps/night/"
+KEYS = "s3://caps/keys/"  # (the samples' lake, which the cluster's must equal, was made with them)
 LAKE = "s3://lake/amqp"
 BUCKETS = ("caps", "lake")
 # What the archive leaves out: what Spark's workers bring themselves (their pyspark.zip and py4j's zip)
@@ -95,6 +96,8 @@ def server():
             s3.create_bucket(Bucket=bucket)
         captures = [Path(p) for p in expand_inputs([str(SAMPLES)])]  # what a run over the folder reads
         store.upload(s3, "caps", "night", captures, SAMPLES)
+        # the TLS samples' key logs beside the night, as the job reads them on the driver
+        store.upload(s3, "caps", "keys", sorted((SAMPLES / "tls").glob("*.keys")), SAMPLES / "tls")
         yield s3, endpoint, captures
 
 
@@ -149,7 +152,8 @@ def night(server, tmp_path_factory) -> Iterator[Night]:
                 "--archives", f"{archive}#env",
                 "--conf", "spark.pyspark.python=./env/bin/python",
                 "--conf", f"spark.pyspark.driver.python={python}",
-                job, "--input", NIGHT, "--lake", LAKE, "--set", f'storage.s3_endpoint="{endpoint}"']
+                job, "--input", NIGHT, "--lake", LAKE, "--set", f'storage.s3_endpoint="{endpoint}"',
+                    "--set", f'decode.tls_keylogs=["{KEYS}"]']
         clock = time.monotonic()
         with watching_python_workers(cluster) as workers:
             result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, cwd=base, env=env,
