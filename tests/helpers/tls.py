@@ -194,3 +194,76 @@ def tls_capture(tmp_path: Path, name: str, frames: list, server=("10.1.0.9", 567
     if not keylog:
         keys.write_text("")
     return TlsCapture(path, keys, found, plain, client.cipher(), client.version(), client.session)
+
+
+def hellos(capture: Path) -> list[tuple[bytes, bytes, int]]:
+    """(client random, server random, suite id) of each TLS handshake in a capture, read apart
+    from amqpcap (Scapy's packets, each direction's first records by hand): what its key logs'
+    TLS 1.2 master secrets are expanded with. A HelloRetryRequest's stand-in random is passed
+    over for the ServerHello after it."""
+    from scapy.all import IP, TCP, IPv6, PcapReader
+    retry = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+    streams: dict[tuple, dict[int, bytes]] = {}
+    with PcapReader(str(capture)) as packets:
+        for packet in packets:
+            ip = packet.getlayer(IP) or packet.getlayer(IPv6)
+            if ip is None or TCP not in packet or not bytes(packet[TCP].payload):
+                continue
+            key = (ip.src, packet[TCP].sport, ip.dst, packet[TCP].dport)
+            streams.setdefault(key, {}).setdefault(packet[TCP].seq, bytes(packet[TCP].payload))
+    found: dict[tuple, list] = {}
+    for (src, sport, dst, dport), pieces in streams.items():
+        data = b"".join(pieces[seq] for seq in sorted(pieces))
+        at = 0
+        while at + 5 <= len(data) and data[at] in (20, 22):  # handshake records in clear (and CCS)
+            kind, size = data[at], int.from_bytes(data[at + 3:at + 5], "big")
+            body = data[at + 5:at + 5 + size]
+            at += 5 + size
+            entry = found.setdefault(tuple(sorted([(src, sport), (dst, dport)])), [None, None, None])
+            if kind != 22:
+                continue
+            if body[:1] == b"\x01" and entry[0] is None:  # (then the Finished, encrypted: passed over)
+                entry[0] = body[6:38]
+            elif body[:1] == b"\x02" and body[6:38] != retry and entry[1] is None:
+                session = body[38]
+                entry[1:] = body[6:38], int.from_bytes(body[39 + session:41 + session], "big")
+    return [tuple(entry) for entry in found.values() if None not in entry]
+
+
+def sample_secrets(folder: Path) -> dict[bytes, str]:
+    """Every secret the TLS samples' key logs hold, and every key derived from them that records
+    are opened with (TLS 1.3: each traffic secret's key and IV, for each suite of its hash; TLS
+    1.2: each connection's key block, its MAC keys, keys and IVs): name by the key log's line,
+    or by what was derived. (What `find_all` sweeps an output for.)"""
+    from amqpcap.tls.keys import KeyBlock12, traffic_keys13
+    from amqpcap.tls.suites import suite_of
+    from tests.helpers.secrets import needles
+    tls13 = [suite_of(i) for i in (0x1301, 0x1302, 0x1303)]
+    wanted: dict[bytes, str] = {}
+    for log in sorted(folder.glob("*.keys")):
+        masters = {}
+        for number, line in enumerate(log.read_text().splitlines(), 1):
+            parts = line.split()
+            if len(parts) != 3 or line.startswith("#"):
+                continue
+            label, client_random, secret = parts[0], bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            where = f"{log.name}:{number} {label}"
+            wanted.update(needles(secret, where))
+            if label == "CLIENT_RANDOM":
+                masters[client_random] = secret
+            elif "TRAFFIC_SECRET" in label:
+                for suite in tls13:
+                    if suite.hash == {32: "SHA256", 48: "SHA384"}[len(secret)]:
+                        key, iv = traffic_keys13(suite, secret)
+                        wanted.update(needles(key, f"{where}'s {suite.name} key"))
+                        wanted.update(needles(iv, f"{where}'s {suite.name} IV"))
+        for client_random, server_random, suite_id in hellos(log.with_suffix(".pcap")):
+            suite = suite_of(suite_id)
+            if client_random not in masters or suite.tls13:
+                continue
+            block = KeyBlock12(suite, masters[client_random], client_random, server_random)
+            for kind in ("mac_keys", "keys", "ivs"):
+                for side, value in zip(("client", "server"), getattr(block, kind)):
+                    if len(value) >= 8:  # (a GCM suite's 4-byte implicit nonce is no secret alone)
+                        wanted.update(needles(value, f"{log.name} {client_random.hex()[:12]}'s {side} {kind[:-1]}"))
+    return wanted
