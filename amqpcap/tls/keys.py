@@ -72,20 +72,21 @@ def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, context: byte
     """HKDF-Expand-Label (RFC 8446, 7.1). An output no longer than the hash is HKDF-Expand's first
     block, T(1) = HMAC(secret, info | 0x01) (RFC 5869, 2.3): one HMAC, without building an
     HKDFExpand object for it (a TLS 1.3 connection derives eight such keys and IVs). `keyed`: an
-    HMAC already keyed with `secret`, copied rather than keyed again."""
+    HMAC already keyed with `secret`, used up here (finalized) rather than keying another."""
     info = _label(label, context, length)
     algorithm = _ALGORITHMS[hash_name]
     if length > algorithm.digest_size:
         return HKDFExpand(HASHES[hash_name](), length, info[:-1]).derive(secret)
-    mac = keyed.copy() if keyed is not None else hmac.HMAC(secret, algorithm)
+    mac = keyed if keyed is not None else hmac.HMAC(secret, algorithm)
     mac.update(info)
     return mac.finalize()[:length]
 
 
 def traffic_keys13(suite: Suite, secret: bytes) -> tuple[bytes, bytes]:
-    """(write key, write IV) of a TLS 1.3 traffic secret (one HMAC keyed with it, copied for each)."""
+    """(write key, write IV) of a TLS 1.3 traffic secret (one HMAC keyed with it: a copy for the
+    key, itself for the IV; keying is most of an HMAC's cost here)."""
     keyed = hmac.HMAC(secret, _ALGORITHMS[suite.hash])
-    return (hkdf_expand_label(suite.hash, secret, b"key", b"", suite.key_bytes, keyed),
+    return (hkdf_expand_label(suite.hash, secret, b"key", b"", suite.key_bytes, keyed.copy()),
             hkdf_expand_label(suite.hash, secret, b"iv", b"", 12, keyed))
 
 
