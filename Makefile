@@ -42,7 +42,7 @@ PARALLEL ?= -n auto --dist loadfile
 test: setup
 	$(VENV)/bin/ruff check --quiet .
 	$(PY) -m pytest -q $(PARALLEL)
-	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q $(PARALLEL) -m "not slow" tests/protocol tests/capture tests/connection tests/columnar tests/tables tests/rules tests/onepass tests/decodeview tests/cli/test_cli.py tests/fuzz
+	AMQPCAP_INTERPRETED=1 $(PY) -m pytest -q $(PARALLEL) -m "not slow" tests/protocol tests/capture tests/connection tests/columnar tests/tables tests/rules tests/onepass tests/decodeview tests/tls tests/cli/test_cli.py tests/fuzz
 
 quick: setup  # the inner loop: everything but the Spark end-to-end tests
 	$(PY) -m pytest -q $(PARALLEL) -m "not slow"
