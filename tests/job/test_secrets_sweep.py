@@ -179,3 +179,32 @@ def test_a_tls_connection_carried_between_nights_decodes_whole(carried_tls_lake)
 def test_no_tls_secret_anywhere_in_a_lake_that_carried_a_tls_connection(carried_tls_lake, tls_secrets):
     lake, _ = carried_tls_lake
     assert sweep(lake, tls_secrets) == []
+
+
+@pytest.mark.parametrize("view", [["--jsonl", "--bodies"], [], ["--stats"], ["--stats", "--json"]],
+                         ids=["jsonl", "readable", "stats", "stats-json"])
+def test_no_tls_secret_in_what_decode_prints(view, tls_secrets, tmp_path):
+    """Every view of the TLS samples decrypted with their key logs, at DEBUG: neither the output
+    nor the log says a secret or a key (what the decrypted conversation holds is the sample's)."""
+    import subprocess
+    import sys
+    captures = sorted(str(p) for p in (SAMPLES / "tls").glob("*.pcap"))
+    result = subprocess.run([sys.executable, "-m", "amqpcap", "decode", "--log-level", "DEBUG", *view,
+                             "--tls-keylog", str(SAMPLES / "tls"), *captures], capture_output=True, cwd=tmp_path,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(result.stdout) > 10_000  # (it printed the connections: the sweep saw them)
+    assert sorted(set(tls_secrets.find(result.stdout + result.stderr))) == []
+
+
+def test_no_tls_secret_in_the_report_of_the_samples_lake(lake, tls_secrets, tmp_path):
+    import subprocess
+    import sys
+    path, _ = lake
+    page = tmp_path / "report.html"
+    result = subprocess.run([sys.executable, "-m", "amqpcap", "report", "--lake", path, "-o", str(page)],
+                            capture_output=True, cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = page.read_bytes()
+    assert b"5671" in data  # (the TLS connections are in it)
+    assert sorted(set(tls_secrets.find(data + result.stdout + result.stderr))) == []
