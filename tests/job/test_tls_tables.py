@@ -28,6 +28,13 @@ def tls_layer(issue) -> bool:
     return issue.issue_kind.startswith("tls-") or issue.issue_kind == "retransmission-conflict"
 
 
+def recorded(expected_path):
+    """Each connection the sample's recording describes: ((capture, client port), its facts)."""
+    capture = uri(capture_for(expected_path))
+    for known in json.loads(expected_path.read_text())["tls"]:
+        yield (capture, known["client_port"]), known
+
+
 @pytest.fixture(scope="module")
 def tables(spark, lake):
     """Each table's rows of the TLS samples, by (capture, client port)."""
@@ -46,9 +53,7 @@ def tables(spark, lake):
 
 @pytest.mark.parametrize("expected_path", TLS, ids=IDS)
 def test_each_tls_connection_has_its_row_as_it_was(tables, expected_path):
-    capture = uri(capture_for(expected_path))
-    for known in json.loads(expected_path.read_text())["tls"]:
-        key = (capture, known["client_port"])
+    for key, known in recorded(expected_path):
         rows = tables["tls_connections"].get(key, [])
         if not known["tls"]:
             assert rows == [], key  # the plain connection beside them
@@ -70,9 +75,7 @@ def test_each_tls_connection_has_its_row_as_it_was(tables, expected_path):
 
 @pytest.mark.parametrize("expected_path", TLS, ids=IDS)
 def test_decrypted_frames_are_the_clients_methods_marked_tls(tables, expected_path):
-    capture = uri(capture_for(expected_path))
-    for known in json.loads(expected_path.read_text())["tls"]:
-        key = (capture, known["client_port"])
+    for key, known in recorded(expected_path):
         frames = tables["frames"].get(key, [])
         methods = {d: Counter(r.method for r in frames if r.kind == "method" and r.direction == d)
                    for d in ("C>S", "S>C")}
@@ -87,9 +90,7 @@ def test_decrypted_frames_are_the_clients_methods_marked_tls(tables, expected_pa
 
 @pytest.mark.parametrize("expected_path", TLS, ids=IDS)
 def test_streams_connections_and_issues_of_a_tls_connection_add_up(tables, expected_path):
-    capture = uri(capture_for(expected_path))
-    for known in json.loads(expected_path.read_text())["tls"]:
-        key = (capture, known["client_port"])
+    for key, known in recorded(expected_path):
         [stream] = tables["streams"][key]
         connections = tables["connections"].get(key, [])
         if not known["tls"]:
