@@ -117,6 +117,40 @@ class AnalyticsSection(Section):
         "routed (RabbitMQ returns at once).", ge=0)] = 60.0
 
 
+class FindingsSection(Section):
+    """The findings rules' limits (docs/findings.md): what is worth an operator's attention."""
+
+    ack_held_seconds: Annotated[float, about(
+        "consumer-ack-timeout (warning): a delivery held unacknowledged this long, though the broker did not "
+        "close the channel (RabbitMQ's consumer_timeout defaults to 30 minutes).", gt=0)] = 300.0
+    redeliveries: Annotated[int, about(
+        "redelivery-loop: one message redelivered this many times or more (a poison message; a "
+        "quorum queue's x-delivery-limit ends the loop by dead-lettering it).", ge=1)] = 3
+    missed_heartbeat_intervals: Annotated[float, about(
+        "missed-heartbeats: a direction silent for more than this many agreed heartbeat intervals, on a "
+        "connection that did not time out (it times out after 2).", gt=0)] = 1.5
+    short_connection_seconds: Annotated[float, about(
+        "connection-churn: a connection that lived at most this long is short-lived.", gt=0)] = 30.0
+    connections_per_minute: Annotated[int, about(
+        "connection-churn: short-lived connections one client host opened within any 60 seconds.", ge=1)] = 20
+    channels_per_minute: Annotated[int, about(
+        "channel-churn: channel.open frames on one connection within any 60 seconds.", ge=1)] = 30
+    unbounded_outstanding: Annotated[int, about(
+        "unbounded-prefetch: deliveries outstanding at once on a channel with no prefetch limit.", ge=1)] = 1000
+    slow_consumer_p99_ms: Annotated[float, about(
+        "slow-consumer: a consumer's deliver-to-ack 99th percentile above this, while its channel had "
+        "slow_consumer_prefetch_fraction of its prefetch or more outstanding.", gt=0)] = 5000.0
+    slow_consumer_prefetch_fraction: Annotated[float, about(
+        "slow-consumer: the fraction of the channel's prefetch outstanding at once that makes a slow "
+        "consumer the bottleneck (not the publishers).",
+        gt=0, le=1)] = 0.9
+    slow_rpc_ms: Annotated[float, about(
+        "slow-rpc: a synchronous method (queue.declare, basic.qos, ...) answered after more than this.", gt=0)] = 1000.0
+    large_message_bytes: Annotated[int, about(
+        "large-message: a message body at least this large (RabbitMQ 4 refuses above 16 MiB by "
+        "default, max_message_size).", gt=0)] = 4 << 20
+
+
 class StateSection(Section):
     """Connections carried from one run to the next (docs/state.md)."""
 
@@ -216,6 +250,7 @@ class Settings(Section):
     reassembly: ReassemblySection = field(default_factory=ReassemblySection)
     bodies: BodiesSection = field(default_factory=BodiesSection)
     analytics: AnalyticsSection = field(default_factory=AnalyticsSection)
+    findings: FindingsSection = field(default_factory=FindingsSection)
     state: StateSection = field(default_factory=StateSection)
     lake: LakeSection = field(default_factory=LakeSection)
     storage: StorageSection = field(default_factory=StorageSection)

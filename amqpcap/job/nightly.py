@@ -97,6 +97,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
     `summary.manifest` (tests of the commit sequence). `keys`: the TLS key log (default: read from
     settings.decode.tls_keylogs here, on the driver)."""
     from amqpcap.job.spark_sink import appliers, choose_sink
+    from amqpcap.job.stages.churn import churn_files
     from amqpcap.job.stages.decode import remove_staging
     from amqpcap.job.stages.flows import flow_parts
     from amqpcap.lake import carryover
@@ -138,6 +139,7 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
         written += decode_stage(spark, files, units, settings, staging, sink.table_root(), run_id, parts, context,
                                 keys)
         phase("decode", "message flows")
+        written += churn_files(written, settings, sink.table_root(), run_id)
         if any(f.table in (PUBLISHES.name, DELIVERIES.name) for f in written):
             written += flows_stage(spark, parts, settings, staging, sink.table_root(), run_id)
         phase("message_flows", "committing")

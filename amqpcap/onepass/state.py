@@ -113,7 +113,8 @@ def restore(data: dict, connection: AmqpConnection, capture_names: list[str]) ->
 def _persistent_id(analyzer, version):
     if analyzer is None:
         return lambda obj: None
-    links = {id(analyzer.emit): "emit", id(analyzer.settings): "settings", id(analyzer.naming): ("naming", version)}
+    links = {id(analyzer.emit): "emit", id(analyzer.settings): "settings", id(analyzer.findings.settings): "findings",
+             id(analyzer.naming): ("naming", version)}
 
     def persistent_id(obj):
         return links.get(id(obj))

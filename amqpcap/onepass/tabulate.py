@@ -16,17 +16,18 @@ from amqpcap.connection.record import CONNECTION_END, Record, as_record
 from amqpcap.rules.common import Emit
 from amqpcap.rules.connection import Analytics
 from amqpcap.rules.naming import naming
-from amqpcap.settings import AnalyticsSection
+from amqpcap.settings import AnalyticsSection, FindingsSection
 from amqpcap.tables.registry import DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, TLS_CONNECTIONS
 from amqpcap.tables.rows import RawRows
 
 
 class Tabulator:
     def __init__(self, emit: Emit, run_id: str | None = None,
-                 analytics: AnalyticsSection = AnalyticsSection(), naming=None) -> None:
+                 analytics: AnalyticsSection = AnalyticsSection(), naming=None,
+                 findings: FindingsSection = FindingsSection()) -> None:
         self.emit = emit
         self.rows = RawRows(run_id)
-        self.analytics = Analytics(emit, analytics, **({"naming": naming} if naming else {}))
+        self.analytics = Analytics(emit, analytics, **({"naming": naming} if naming else {}), findings=findings)
         self.seq: dict[str, int] = {}  # connection -> frames so far
 
     @classmethod
@@ -39,8 +40,7 @@ class Tabulator:
 
         def namer(version):
             return naming(codecs.get(version, default).spec)
-        analytics = settings.analytics
-        return cls(emit, run_id, analytics, namer)
+        return cls(emit, run_id, settings.analytics, namer, settings.findings)
 
     def record(self, value: Record) -> None:
         """A decoder record (a dict of one is taken too)."""
@@ -48,13 +48,16 @@ class Tabulator:
         kind = record.kind
         rows = self.rows
         if kind == "issue":
-            self.emit(DECODE_ISSUES, rows.issue_row(record))
+            issue = rows.issue_row(record)
+            self.analytics.raw(DECODE_ISSUES, issue)
+            self.emit(DECODE_ISSUES, issue)
         elif kind == CONNECTION_END:
             stream = rows.stream_row(record.summary)
             self.seq.pop(stream["connection"], None)
             self.emit(STREAMS, stream)
             tls = rows.tls_row(record.summary)
             if tls is not None:
+                self.analytics.raw(TLS_CONNECTIONS, tls)
                 self.emit(TLS_CONNECTIONS, tls)
             self.analytics.end(stream)
         else:

@@ -25,6 +25,7 @@ cdef class ConnectionAnalyzer:
     cdef public object naming
     cdef public object emit
     cdef public object settings
+    cdef public object findings
     cdef public ConnectionRules connection
     cdef public HeartbeatRules heartbeats
     cdef public ErrorRules errors
@@ -40,8 +41,11 @@ cdef class ConnectionAnalyzer:
 
 
 cdef class Analytics:
+    cdef public object out
     cdef public object emit
     cdef public object settings
+    cdef public object findings
+    cdef public dict early
     cdef public object naming
     cdef public dict open
     cdef public dict versions

@@ -23,6 +23,7 @@ from amqpcap.rules.common import Emit, arguments, to_int
 from amqpcap.rules.connections import ConnectionRules
 from amqpcap.rules.deliveries import DeliveryRules
 from amqpcap.rules.errors import ErrorRules
+from amqpcap.rules.findings.connection import FindingRules
 from amqpcap.rules.flow_control import FlowRules
 from amqpcap.rules.heartbeats import HeartbeatRules
 from amqpcap.rules.naming import Naming, naming_for
@@ -30,6 +31,8 @@ from amqpcap.rules.publishes import PublishRules
 from amqpcap.rules.rpc_calls import RpcRules
 from amqpcap.tables.rows import FrameRow, MessageRow
 
+# Raw rows (decode issues) held for a connection whose first frame is still to come.
+EARLY_RAW_ROWS = 256
 # A TCP end that closes the connection for the broker (it requeues what was unacked).
 DROPPED = ("fin", "rst", "port-reuse")
 
@@ -49,12 +52,19 @@ class _Channel:
 
 
 class ConnectionAnalyzer:
-    def __init__(self, naming: Naming, emit: Emit, settings) -> None:
+    def __init__(self, naming: Naming, emit: Emit, settings, findings=None) -> None:
+        """`findings`: the findings rules' thresholds (amqpcap.settings.FindingsSection; default
+        the defaults). The findings see the rows the rule sets emit when `emit` is
+        Analytics.emit, which routes them here."""
+        if findings is None:
+            from amqpcap.settings import FindingsSection
+            findings = FindingsSection()
         self.naming = naming
         self.emit = emit
         self.settings = settings
+        self.findings = FindingRules(emit, findings)
         self.connection = ConnectionRules(naming, emit)
-        self.heartbeats = HeartbeatRules(emit)
+        self.heartbeats = HeartbeatRules(emit, findings.missed_heartbeat_intervals)
         self.errors = ErrorRules(naming, emit)
         self.flow = FlowRules(emit)
         self.channels: dict[int, _Channel] = {}
@@ -70,6 +80,7 @@ class ConnectionAnalyzer:
         if row.kind != "method":
             return
         method = row.method
+        self.findings.method(row)
         self.connection.method(row)
         self.errors.method(row)
         self.flow.method(row)
@@ -90,9 +101,13 @@ class ConnectionAnalyzer:
             channel.lifetimes.method(row, instance)
             channel.deliveries.method(row, instance, message)
             channel.publishes.method(row, instance, message)
+            if method == "basic.deliver" or method == "basic.get-ok":
+                self.findings.delivered(row, len(channel.deliveries.outstanding))
 
     def end(self, stream: dict) -> None:
-        """The connection ended: `stream` is its `streams` row. Everything still open is emitted."""
+        """The connection ended: `stream` is its `streams` row. Everything still open is emitted,
+        then the connection's findings."""
+        self.findings.ending(stream)
         closed_ns = self.close_ns
         if closed_ns is None and stream.get("end_reason") in DROPPED and stream.get("last_ts") is not None:
             closed_ns = stream["last_ts"] * 1000
@@ -106,18 +121,48 @@ class ConnectionAnalyzer:
         self.flow.end()
         self.heartbeats.end(stream.get("last_ts"))
         self.connection.end(stream)
+        self.findings.end(self.heartbeats.late)
 
 
 class Analytics:
     """Many connections' analytics, their rows interleaved (a decode task, `amqpcap decode
     --stats`, a replay of the raw tables)."""
 
-    def __init__(self, emit: Emit, settings, naming: Callable[[str | None], Naming] = naming_for) -> None:
-        self.emit = emit
+    def __init__(self, emit: Emit, settings, naming: Callable[[str | None], Naming] = naming_for,
+                 findings=None) -> None:
+        """`emit`: where every row goes; the rule sets emit through `self.emit`, which shows each row
+        to its connection's findings first. `findings`: amqpcap.settings.FindingsSection."""
+        if findings is None:
+            from amqpcap.settings import FindingsSection
+            findings = FindingsSection()
+        self.out = emit
+        self.emit = self.observe
         self.settings = settings
+        self.findings = findings
         self.naming = naming
         self.open: dict[str, ConnectionAnalyzer] = {}
         self.versions: dict[str, str | None] = {}
+        self.early: dict[str, list] = {}  # connection -> raw rows seen before its first frame
+
+    def observe(self, table, row) -> None:
+        """A row the rule sets emitted: its connection's findings see it, then `emit`."""
+        analyzer = self.open.get(row["connection"] if type(row) is dict else row.connection)
+        if analyzer is not None:
+            analyzer.findings.row(table, row)
+        self.out(table, row)
+
+    def raw(self, table, row: dict) -> None:
+        """A raw row the findings read (decode_issues, tls_connections), before it is emitted."""
+        connection = row.get("connection")
+        if connection is None:
+            return
+        analyzer = self.open.get(connection)
+        if analyzer is not None:
+            analyzer.findings.row(table, row)
+        else:
+            early = self.early.setdefault(connection, [])
+            if len(early) < EARLY_RAW_ROWS:
+                early.append((table, row))
 
     def frame(self, row, message=None) -> None:
         """A `frames` row and, for a content-carrying method, its `messages` row: typed rows
@@ -131,11 +176,22 @@ class Analytics:
         if analyzer is None:
             version = frame.protocol_version if frame.kind == "protocol-header" else None
             analyzer = self.open[frame.connection] = ConnectionAnalyzer(
-                self.naming(version), self.emit, self.settings)
+                self.naming(version), self.emit, self.settings, self.findings)
+            if self.early:
+                self._early(frame.connection, analyzer)
         analyzer.frame(frame, message)
 
     def end(self, stream: dict) -> None:
-        analyzer = self.open.pop(stream["connection"], None)
+        connection = stream["connection"]
+        analyzer = self.open.get(connection)
         if analyzer is None:  # a connection without frames (not AMQP, TLS, no payload)
-            analyzer = ConnectionAnalyzer(self.naming(stream.get("version")), self.emit, self.settings)
+            analyzer = self.open[connection] = ConnectionAnalyzer(self.naming(stream.get("version")), self.emit,
+                                                                  self.settings, self.findings)
+        if self.early:
+            self._early(connection, analyzer)
         analyzer.end(stream)
+        del self.open[connection]
+
+    def _early(self, connection: str, analyzer: ConnectionAnalyzer) -> None:
+        for table, row in self.early.pop(connection, ()):
+            analyzer.findings.row(table, row)

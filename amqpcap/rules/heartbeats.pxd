@@ -12,6 +12,10 @@ cdef class _Direction:
     cdef public object longest_ns
     cdef public long long long_silences
     cdef public list early
+    cdef public long long late
+    cdef public object late_longest_ns
+    cdef public object late_first_ns
+    cdef public object late_last_ns
 
 
 cdef class HeartbeatRules:
@@ -19,7 +23,10 @@ cdef class HeartbeatRules:
     cdef public dict directions
     cdef public object heartbeat_s
     cdef public object limit_ns
+    cdef public double late_intervals
+    cdef public object late_ns
+    cdef public dict late
 
     @cython.locals(state=_Direction)
     cpdef frame(self, FrameRow row)
-    cpdef _silence(self, _Direction state, object silence)
+    cpdef _silence(self, _Direction state, object silence, object ended_ns)

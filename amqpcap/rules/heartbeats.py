@@ -19,7 +19,8 @@ EARLY_SILENCES = 1024  # silences kept until the interval is known (the largest,
 
 
 class _Direction:
-    __slots__ = ("where", "frames", "heartbeats", "last_ns", "longest_ns", "long_silences", "early")
+    __slots__ = ("where", "frames", "heartbeats", "last_ns", "longest_ns", "long_silences", "early", "late",
+                 "late_longest_ns", "late_first_ns", "late_last_ns")
 
     def __init__(self, row: FrameRow) -> None:
         self.where = {"date": row.date, "connection": row.connection, "capture": row.capture, "client": row.client,
@@ -29,18 +30,27 @@ class _Direction:
         self.longest_ns: int | None = None
         self.long_silences = 0
         self.early: list[int] = []  # min-heap of silences (ns) seen before the interval was known
+        # silences longer than the findings' missed_heartbeat_intervals (amqpcap.rules.findings.liveness)
+        self.late = 0
+        self.late_longest_ns = 0
+        self.late_first_ns: int | None = None  # when the first and last of them ended
+        self.late_last_ns: int | None = None
 
 
 class HeartbeatRules:
     """One connection's two directions."""
 
-    __slots__ = ("emit", "directions", "heartbeat_s", "limit_ns")
+    __slots__ = ("emit", "directions", "heartbeat_s", "limit_ns", "late_intervals", "late_ns", "late")
 
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, late_intervals: float = 1.5) -> None:
         self.emit = emit
         self.directions: dict[str, _Direction] = {}
         self.heartbeat_s: int | None = None
         self.limit_ns: int | None = None  # twice the agreed interval, once known
+        self.late_intervals = late_intervals
+        self.late_ns: int | None = None  # late_intervals agreed intervals, once known
+        # per direction, when the connection ends: (late silences, the longest, first and last end ns)
+        self.late: dict = {}
 
     def agreed(self, heartbeat_s: int | None) -> None:
         """connection.tune-ok's heartbeat (the first one counts)."""
@@ -49,8 +59,12 @@ class HeartbeatRules:
         self.heartbeat_s = heartbeat_s
         if heartbeat_s is not None and heartbeat_s > 0:
             self.limit_ns = 2 * heartbeat_s * 1_000_000_000
+            self.late_ns = int(self.late_intervals * heartbeat_s * 1_000_000_000)
             for state in self.directions.values():
                 state.long_silences = sum(1 for s in state.early if s > self.limit_ns)
+                late = [s for s in state.early if s > self.late_ns]
+                if late:  # (when they ended is not kept for these: the handshake's)
+                    state.late, state.late_longest_ns = len(late), max(late)
                 state.early = []
 
     def frame(self, row: FrameRow) -> None:
@@ -68,17 +82,24 @@ class HeartbeatRules:
                 silence = ts - last
                 if state.longest_ns is None or silence > state.longest_ns:
                     state.longest_ns = silence
-                self._silence(state, silence)
+                self._silence(state, silence, ts)
             state.last_ns = ts
         elif state.longest_ns is None:  # a frame no later than the previous one: no silence
             state.longest_ns = 0
         # (frames whose packet time goes back, after a retransmission filled a hole, are no
         #  silence: the time since the last sign of life is what counts)
 
-    def _silence(self, state: _Direction, silence: int) -> None:
+    def _silence(self, state: _Direction, silence: int, ended_ns: int) -> None:
         if self.limit_ns is not None:
             if silence > self.limit_ns:
                 state.long_silences += 1
+            if silence > self.late_ns:
+                state.late += 1
+                if silence > state.late_longest_ns:
+                    state.late_longest_ns = silence
+                if state.late_first_ns is None:
+                    state.late_first_ns = ended_ns
+                state.late_last_ns = ended_ns
         elif self.heartbeat_s is None:  # not agreed yet: keep it until it is
             if len(state.early) < EARLY_SILENCES:
                 heapq.heappush(state.early, silence)
@@ -101,6 +122,7 @@ class HeartbeatRules:
             else:
                 long_silences, timed_out = None, False
             where = state.where
+            self.late[where["direction"]] = (state.late, state.late_longest_ns, state.late_first_ns, state.late_last_ns)
             # (the table's columns in order: the table writer reads such a row in one walk)
             self.emit(HEARTBEATS, {"date": where["date"], "connection": where["connection"],
                                    "capture": where["capture"], "client": where["client"], "server": where["server"],

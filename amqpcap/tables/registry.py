@@ -751,6 +751,51 @@ class FlowControlRow(TypedDict, total=False):
     run_id: Run
 
 
+class FindingsRow(TypedDict, total=False):
+    """What needs attention, diagnosed from the other tables by the findings rules (amqpcap.rules.findings):
+    one row per problem and what it is about (a consumer, a queue, an exchange and routing key, a
+    channel, a connection, a client host), with the measured number, the limit it crossed, one line in
+    plain words and the evidence to open. A connection carried across runs has its findings once.
+    """
+
+    date: Date
+    kind: Annotated[str | None, "string",
+                    "consumer-ack-timeout, redelivery-loop, unroutable, publish-nacked, heartbeat-timeout, "
+                    "missed-heartbeats, publisher-blocked, flow-stopped, connection-churn, channel-churn, "
+                    "unbounded-prefetch, slow-consumer, slow-rpc, channel-error, connection-error, large-message, "
+                    "deprecated-feature, capture-loss, tls-not-decoded (docs/findings.md)"]
+    severity: Annotated[str | None, "string", "info, warning or error"]
+    finding_id: Annotated[str | None, "string",
+                          "stable id of the finding (kind, connection or client host, and what it is about): the "
+                          "same across reruns and carried runs"]
+    capture: Capture
+    connection: Connection
+    client: Client
+    server: Server
+    channel: Channel
+    consumer_tag: Annotated[str | None, "string", "the consumer it is about"]
+    queue: Annotated[str | None, "string", "the queue it is about"]
+    exchange: Annotated[str | None, "string", "the exchange it is about"]
+    routing_key: Annotated[str | None, "string", "the routing key it is about"]
+    first_at: Annotated[int | None, "timestamp", "its first occurrence"]
+    first_ns: Annotated[int | None, "bigint", "the same, nanoseconds since the epoch"]
+    last_at: Annotated[int | None, "timestamp", "its last occurrence"]
+    last_ns: Annotated[int | None, "bigint", "the same, nanoseconds since the epoch"]
+    count: Annotated[int | None, "bigint", "occurrences (deliveries, publishes, closes, silences, connections...)"]
+    value: Annotated[float | None, "double", "the measured number (the largest, where there are several), in `unit`"]
+    threshold: Annotated[float | None, "double", "the limit it crossed, in `unit` (settings [findings]); null when "
+                                                 "any occurrence counts"]
+    unit: Annotated[str | None, "string", "of value and threshold: s, ms, bytes, per-minute, redeliveries, ..."]
+    summary: Annotated[str | None, "string", "one line in plain words"]
+    evidence_json: Annotated[str | None, "string",
+                             "what to open (JSON): Wireshark frame numbers (`frames`, of `capture`), delivery tags, "
+                             "message keys (messages.message_key), reply codes and texts, connections; lists cut at "
+                             "20 items"]
+    source: Source
+    provisional: Provisional
+    run_id: Run
+
+
 class MessageFlowsRow(TypedDict, total=False):
     """Publisher to consumer across connections: one row per (publish, delivery) pair, fan-out and
     redeliveries included; a publish never delivered in the capture, or a delivery whose publish is
@@ -868,6 +913,7 @@ CHANNELS = Table.of("channels", ChannelsRow, replace_key="source")
 HEARTBEATS = Table.of("heartbeats", HeartbeatsRow, replace_key="source")
 FLOW_CONTROL = Table.of("flow_control", FlowControlRow, replace_key="source")
 MESSAGE_FLOWS = Table.of("message_flows", MessageFlowsRow, replace_key="source")
+FINDINGS = Table.of("findings", FindingsRow, replace_key="source")
 RUNS = Table.of("runs", RunsRow, replace_key="run_id")
 CONNECTION_STATE = Table.of("connection_state", ConnectionStateRow, replace_key="source")
 RESUMPTIONS = Table.of("resumptions", ResumptionsRow, replace_key="source")
@@ -875,7 +921,8 @@ RESUMPTIONS = Table.of("resumptions", ResumptionsRow, replace_key="source")
 # The registry: every table of the lake, in the order the docs list them.
 RAW_TABLES = (CAPTURES, FRAMES, MESSAGES, DECODE_ISSUES, STREAMS, TLS_CONNECTIONS)
 # Written by the decode task's state machines, one connection at a time.
-CONNECTION_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL)
+CONNECTION_TABLES = (ERRORS, DELIVERIES, PUBLISHES, RPC_CALLS, CONNECTIONS, CHANNELS, HEARTBEATS, FLOW_CONTROL,
+                     FINDINGS)
 # Across connections: built after decoding from the per-message rows of publishes and deliveries.
 ANALYTICS_TABLES = CONNECTION_TABLES + (MESSAGE_FLOWS,)
 # Connections carried between runs (amqpcap.onepass.state).

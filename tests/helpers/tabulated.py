@@ -16,7 +16,9 @@ import pytest
 from amqpcap.capture.inputs import expand_inputs
 from amqpcap.connection.decoder import CaptureDecoder
 from amqpcap.onepass.tabulate import Tabulator
+from amqpcap.rules.findings.churn import ConnectionChurn
 from amqpcap.rules.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows, side_order
+from amqpcap.settings import Settings
 from amqpcap.tables.registry import DELIVERIES, MESSAGE_FLOWS, PUBLISHES, TABLES
 
 
@@ -26,6 +28,10 @@ def tabulate(paths: list[str]) -> dict[str, list[dict]]:
     for record in CaptureDecoder().decode(paths, ends=True):
         tabulator.record(record)
     tables[MESSAGE_FLOWS.name] = message_flows(tables[PUBLISHES.name], tables[DELIVERIES.name])
+    churn = ConnectionChurn(Settings().findings)  # (the job's one finding across connections)
+    for row in tables["connections"]:
+        churn.add(row)
+    tables["findings"] += churn.rows()
     return dict(tables)
 
 

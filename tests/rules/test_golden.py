@@ -36,8 +36,9 @@ from tests.helpers.tabulated import canonical, golden, tabulated_folder
 GOLDEN = ROOT / "tests" / "golden"
 CORPORA = {"samples": ROOT / "data" / "samples", "public": SHARED / "captures" / "public"}
 # captures are a per-file table the job writes (the decoder's file facts); the rest are per connection.
-# tls_connections came after the golden copies (its own tests: tests/tls/).
-TABLES = [t.name for t in RAW_TABLES + ANALYTICS_TABLES if t.name not in ("captures", "tls_connections")]
+# tls_connections and findings came after the golden copies (their own tests: tests/tls/,
+# tests/rules/test_findings.py).
+TABLES = [t.name for t in RAW_TABLES + ANALYTICS_TABLES if t.name not in ("captures", "tls_connections", "findings")]
 ROUNDED = ("published_at", "delivered_at", "deliver_to_settle_ms", "end_to_end_ms")  # message_flows: see above
 
 
