@@ -1,9 +1,10 @@
 """The `amqpcap` command: one tree of subcommands, a module each (`decode`, `run`, `analyze`,
-`report`, `repair`, `maintain`, `config`), and what it shows on the console (`console`).
+`findings`, `report`, `repair`, `maintain`, `config`), and what it shows on the console (`console`).
 
     amqpcap decode CAPTURE...               decoded traffic without Spark (readable, --jsonl, --stats)
     amqpcap run --input PATH... --lake DIR  the nightly Spark job: captures into the Delta lake
     amqpcap analyze --lake DIR              rebuild the analytics tables from the raw ones
+    amqpcap findings --lake DIR             what needs attention, by severity
     amqpcap report --lake DIR -o FILE       one self-contained HTML page of plots about the traffic
     amqpcap repair --lake DIR               finish runs interrupted while committing
     amqpcap maintain --lake DIR             compact and vacuum the tables
@@ -77,7 +78,7 @@ def console_options() -> argparse.ArgumentParser:
 
 # The subcommands, in the order --help lists them: each module's NAME, HELP, DESCRIPTION,
 # add_arguments and main make it
-COMMANDS = ("decode", "run", "analyze", "report", "repair", "maintain", "config")
+COMMANDS = ("decode", "run", "analyze", "findings", "report", "repair", "maintain", "config")
 
 
 class _Version(argparse.Action):

@@ -40,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     view.add_argument("--stats", action="store_true",
                       help="per-connection summaries, errors by reply code, and deliver->ack, publish->confirm "
                       "and RPC latency percentiles, instead of the frames")
-    view.add_argument("--json", action="store_true", help="with --stats: the statistics as one JSON object")
+    view.add_argument("--findings", action="store_true",
+                      help="what needs attention (the lake's findings table: ack timeouts, redelivery loops, "
+                      "returns, nacks, blocked publishers, churn, errors...), by severity, instead of the frames")
+    view.add_argument("--json", action="store_true",
+                      help="with --stats or --findings: the statistics (findings) as one JSON object")
     view.add_argument("--quiet", action="store_true", help="no summary on stderr")
     view.add_argument("--frames", action="store_true",
                       help="readable view: a line per frame (content header and body frames too), not per message")
@@ -112,8 +116,13 @@ READABLE_ONLY = ("frames", "full")
 
 def _check(args: argparse.Namespace) -> None:
     """Options that do not go together: one line, exit 2, before any work."""
-    if args.json and not args.stats:
-        raise UsageError("--json goes with --stats (for JSON Lines of the frames: --jsonl)")
+    if args.json and not (args.stats or args.findings):
+        raise UsageError("--json goes with --stats or --findings (for JSON Lines of the frames: --jsonl)")
+    if args.stats and args.findings:
+        raise UsageError("--stats shows the findings too: choose one")
+    if args.findings:
+        args.stats = True  # (the same pass, the same checks: only the output differs)
+        args.findings_only = True
     if args.stats:
         given = [f"--{name}" for name in FILTERS if getattr(args, name) not in (None, False, [])]
         if given:
@@ -196,10 +205,16 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
     """The same state machines as the lake's analytics tables, summarised."""
     from amqpcap.onepass.tabulate import Tabulator
     from amqpcap.rules.stats import Stats, render_text
-    stats = Stats()
+    stats = Stats(settings.findings)
     tabulator = Tabulator.for_settings(stats.emit, settings)
     for record in decoder.decode(args.captures, ends=True):
         tabulator.record(record)
+    if getattr(args, "findings_only", False):
+        from amqpcap.rules.findings.listing import grouped, render_text as render_findings
+        rows = stats.all_findings()
+        out.write(orjson.dumps(stats.summary()["findings"], option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+                  if args.json else render_findings(rows).encode())
+        return
     summary = stats.summary()
     out.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE) if args.json
               else render_text(summary).encode())

@@ -8,6 +8,13 @@ from typing import Any
 NOTHING = "Nothing in this period."
 
 
+@dataclass(frozen=True)
+class Link:
+    """A table cell that links to another part of the page (a section's anchor)."""
+    text: str
+    href: str
+
+
 @dataclass
 class Table:
     columns: list[str]

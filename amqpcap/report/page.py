@@ -8,7 +8,7 @@ import html
 
 from amqpcap import __version__
 from amqpcap.report.charts import nice_number
-from amqpcap.report.model import Header, Section, Table
+from amqpcap.report.model import Header, Link, Section, Table
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -101,6 +101,8 @@ def table_html(t: Table) -> str:
 
 
 def _cell(value) -> str:
+    if isinstance(value, Link):
+        return f'<td><a href="{_e(value.href)}">{_e(value.text)}</a></td>'
     if isinstance(value, bool):
         return f"<td>{'yes' if value else 'no'}</td>"
     if isinstance(value, (int, float)):

@@ -43,6 +43,10 @@ class Context:
     def of(cls, con, period: Period, limit: int = 20) -> Context:
         return cls(con, period, build_axis(con, period), limit)
 
+    def has(self, table: str) -> bool:
+        """The lake has the table (one written before it existed does not)."""
+        return bool(self.one("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table])[0])
+
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         return self.con.execute(sql, params or []).fetchall()
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from amqpcap.tables.registry import CONNECTIONS, DELIVERIES, ERRORS, PUBLISHES, RPC_CALLS, TLS_CONNECTIONS, Table
+from amqpcap.tables.registry import (CONNECTIONS, DELIVERIES, ERRORS, FINDINGS, PUBLISHES, RPC_CALLS, TLS_CONNECTIONS,
+                                     Table)
+
+from amqpcap.rules.findings.listing import grouped, render_text as render_findings
 
 PERCENTILES = (50, 95, 99)
 # what --stats shows of each connections row (key shown -> column)
@@ -39,7 +42,11 @@ def latency_summary(values: list[float]) -> dict:
 
 
 class Stats:
-    def __init__(self) -> None:
+    def __init__(self, findings=None) -> None:
+        """`findings`: the [findings] settings (connection-churn, across connections, is judged
+        when the summary is made)."""
+        self.findings_settings = findings
+        self.findings: list[dict] = []
         self.connections: list[dict] = []
         self.tls: list[dict] = []
         self.errors: Counter = Counter()  # (method, reply code, name) -> count
@@ -51,7 +58,9 @@ class Stats:
         self.rpc_outcomes: Counter = Counter()
 
     def emit(self, table: Table, row: dict) -> None:
-        if table is CONNECTIONS:
+        if table is FINDINGS:
+            self.findings.append(row)
+        elif table is CONNECTIONS:
             self.connections.append(row)
         elif table is TLS_CONNECTIONS:
             self.tls.append({key: row.get(key) for key in TLS_FACTS})
@@ -70,9 +79,20 @@ class Stats:
             if row["latency_ms"] is not None:
                 self.rpc[row["request"]].append(row["latency_ms"])
 
+    def all_findings(self) -> list[dict]:
+        """Every finding: the connections', and connection-churn across them."""
+        from amqpcap.rules.findings.churn import ConnectionChurn
+        from amqpcap.settings import FindingsSection
+        churn = ConnectionChurn(self.findings_settings or FindingsSection())
+        for row in self.connections:
+            churn.add(row)
+        return self.findings + churn.rows()
+
     def summary(self) -> dict:
         amqp = [c for c in self.connections if c["status"] == "amqp"]
         return {
+            "findings": [{k: v for k, v in row.items() if k not in ("source", "provisional", "run_id", "date")}
+                         for row in grouped(self.all_findings())],
             "connections": [{key: c.get(column) for key, column in CONNECTION_FACTS.items()} for c in amqp],
             "other_connections": dict(Counter(c["status"] for c in self.connections if c["status"] != "amqp")),
             "tls_connections": self.tls,
@@ -104,6 +124,7 @@ def render_text(summary: dict) -> str:
         out.extend("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells)
         out.append("")
 
+    out.append(render_findings(summary["findings"]))
     conns = summary["connections"]
     table(f"connections ({len(conns)} AMQP" + "".join(f", {n} {s}" for s, n in summary["other_connections"].items())
           + ")", ["client", "server", "client product", "user", "vhost", "ended", "published", "delivered"],

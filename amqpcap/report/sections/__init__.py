@@ -2,6 +2,7 @@
 
 from amqpcap.report.sections import (
                                      acks,
+                                     attention,
                                      confirms,
                                      decode_issues,
                                      errors,
@@ -13,4 +14,4 @@ from amqpcap.report.sections import (
                                      timeline,
 )
 
-SECTIONS = (acks, confirms, rpc, rates, errors, timeline, heartbeats, flow, talkers, decode_issues)
+SECTIONS = (attention, acks, confirms, rpc, rates, errors, timeline, heartbeats, flow, talkers, decode_issues)

@@ -1,0 +1,186 @@
+"""The findings table on real captures: each sample recorded for a finding gives it, with the
+numbers its notes (the recorder's, from the client side) and the tables say; the healthy samples
+give no warning or error; and every finding's numbers are recomputed from the tables it came from."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from amqpcap.rules.findings import KINDS
+from amqpcap.settings import Settings
+from tests.helpers.samples import SAMPLES
+from tests.helpers.tabulated import tabulate
+
+LIMITS = Settings().findings
+# Steady traffic of well-behaved clients: nothing here needs anyone's attention (the other samples
+# were recorded to show errors, returns, TLS without keys, or declare transient non-exclusive queues,
+# which RabbitMQ 4.3 refuses).
+HEALTHY = ("concurrent.pcap", "long_connection.pcap.gz", "kombu_gzip.pcap.gz", "bunny_ruby.pcap", "heartbeats.pcap",
+           "channels_qos_get.pcap", "large_and_pipelined.pcap", "ipv6_pcapng.pcapng", "mid_stream.pcap",
+           "abrupt_kill.pcap", "protocol_headers.pcap", "other_protocols.pcap")
+
+
+def tables_of(name: str) -> dict[str, list[dict]]:
+    return tabulate([str(SAMPLES / name)])
+
+
+def notes(name: str) -> dict:
+    return json.loads((SAMPLES / f"{name.split('.')[0]}.expected.json").read_text())["facts"]
+
+
+def findings(tables: dict, kind: str) -> list[dict]:
+    return [f for f in tables.get("findings", []) if f["kind"] == kind]
+
+
+def evidence(finding: dict) -> dict:
+    return json.loads(finding["evidence_json"] or "{}")
+
+
+@pytest.mark.parametrize("name", HEALTHY)
+def test_healthy_traffic_is_quiet(name):
+    loud = [(f["kind"], f["summary"]) for f in tables_of(name).get("findings", []) if f["severity"] != "info"]
+    assert loud == []
+
+
+def test_consumer_ack_timeout_names_the_consumer_the_delivery_and_the_close():
+    facts = notes("consumer_ack_timeout")
+    tables = tables_of("consumer_ack_timeout.pcap")
+    [finding] = findings(tables, "consumer-ack-timeout")
+    held = next(d for d in facts["deliveries"] if d["message_id"] == facts["held_unacked"])
+    assert finding["severity"] == "error" and finding["queue"] == facts["queue"]
+    assert finding["channel"] == facts["broker_channel_close"]["channel"]
+    assert evidence(finding)["delivery_tags"] == [held["delivery_tag"]]
+    assert evidence(finding)["message_ids"] == [facts["held_unacked"]]
+    assert finding["threshold"] == facts["consumer_timeout_ms"] / 1000
+    assert finding["value"] == pytest.approx(facts["seconds_from_held_delivery_to_close"], abs=0.05)
+    [close] = [e for e in tables["errors"] if e["reply_code"] == 406]
+    assert finding["last_ns"] == close["ts_ns"]
+    [delivery] = [d for d in tables["deliveries"] if d["message_id"] == held["message_id"] and not d["redelivered"]]
+    assert finding["value"] == delivery["settle_latency_ms"] / 1000 and delivery["outcome"] == "channel-closed"
+    assert finding["consumer_tag"] == delivery["consumer_tag"]
+    assert "held delivery 3 for 4.0 s; the broker closed channel 1: 406 PRECONDITION_FAILED" in finding["summary"]
+    assert findings(tables, "channel-error") == []  # (the close is this finding, not a second one)
+
+
+def test_redelivery_loop_counts_the_redeliveries_and_follows_the_message_to_its_dead_letter_queue():
+    tables = tables_of("quorum_delivery_limit.pcap")
+    [finding] = findings(tables, "redelivery-loop")
+    redelivered = [d for d in tables["deliveries"] if d["message_id"] == "poison-1" and d["redelivered"]]
+    assert finding["count"] == len(redelivered) == 3 and finding["threshold"] == LIMITS.redeliveries
+    assert evidence(finding)["delivery_tags"] == [d["delivery_tag"] for d in redelivered]
+    assert finding["queue"] == "amqpcap.poison.qq"
+    assert "dead-lettered (delivery_limit) and delivered from queue amqpcap.poison.dead" in finding["summary"]
+
+
+def test_connection_churn_is_one_finding_for_the_client_host():
+    facts = notes("php_short_lived")
+    tables = tables_of("php_short_lived.pcap")
+    [finding] = findings(tables, "connection-churn")
+    assert finding["client"] == "127.0.0.1" and finding["connection"] is None
+    assert finding["count"] == finding["value"] == facts["connections"] == len(tables["connections"])
+    assert finding["threshold"] == LIMITS.connections_per_minute
+    assert set(evidence(finding)["connections"]) <= {c["connection"] for c in tables["connections"]}
+
+
+def test_channel_churn_counts_the_opens_in_the_busiest_minute():
+    facts = notes("channel_churn")
+    tables = tables_of("channel_churn.pcap")
+    [finding] = findings(tables, "channel-churn")
+    opened = sorted(c["opened_at"] for c in tables["channels"] if c["opened_at"] is not None)
+    assert finding["count"] == len(opened) == facts["channels_opened_total"]
+    peak = max(sum(1 for t in opened if start <= t < start + 60_000_000) for start in opened)
+    assert finding["value"] == peak and finding["unit"] == "per-minute"
+
+
+def test_deprecated_features_are_named_per_client_with_their_frames():
+    tables = tables_of("deprecated_features.pcap")
+    found = {json.loads(f["evidence_json"])["frames"][0]: f for f in findings(tables, "deprecated-feature")}
+    qos = [r for r in tables["frames"] if r["method"] == "basic.qos" and r["qos_global"]]
+    declares = [r for r in tables["frames"] if r["method"] == "queue.declare" and r["direction"] == "C>S"
+                and not r["durable"] and not r["exclusive"] and not r["passive"]]
+    assert sorted(found) == sorted(r["pcap_record"] for r in qos + declares)
+    assert all(f["summary"].startswith("Pika Python Client Library 1.4.4 uses") for f in found.values())
+    assert "global_qos" in found[qos[0]["pcap_record"]]["summary"]
+    assert found[declares[0]["pcap_record"]]["queue"] == "amqpcap.transient.nonexclusive"
+
+
+def test_blocked_publisher_says_why_how_long_and_what_waited():
+    tables = tables_of("blocked_publisher.pcap")
+    [finding] = findings(tables, "publisher-blocked")
+    [blocked] = [r for r in tables["flow_control"] if r["mechanism"] == "connection.blocked"]
+    assert finding["value"] == blocked["duration_ms"] / 1000 and blocked["reason"] == "low on memory"
+    held = [p for p in tables["publishes"] if blocked["started_at"] * 1000 <= p["published_ns"]
+            and p["published_ns"] < blocked["ended_at"] * 1000]
+    assert len(held) == 2 and "(low on memory)" in finding["summary"] and "2 publishes sent while blocked" \
+        in finding["summary"]
+    assert findings(tables, "capture-loss") == []  # (its retransmission is no loss)
+
+
+def test_unroutable_groups_the_returned_publishes_by_exchange_and_routing_key():
+    facts = notes("unroutable_mandatory")
+    tables = tables_of("unroutable_mandatory.pcap")
+    got = {(f["exchange"], f["routing_key"]): f["count"] for f in findings(tables, "unroutable")}
+    want = Counter((facts["exchange"]["name"], p["routing_key"]) for p in facts["publishes"]
+                   if p["mandatory"] and p["routing_key"] != facts["binding_key"])
+    assert got == dict(want)
+
+
+def all_tables() -> dict[str, list[dict]]:
+    return tabulate([str(p) for p in sorted(SAMPLES.rglob("*.pcap*"))])
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return all_tables()
+
+
+def test_every_finding_agrees_with_the_tables_it_came_from(samples):
+    rows = samples["findings"]
+    assert {f["kind"] for f in rows} >= {"consumer-ack-timeout", "redelivery-loop", "unroutable", "publish-nacked",
+                                         "publisher-blocked", "connection-churn", "channel-churn", "channel-error",
+                                         "connection-error", "deprecated-feature"}
+    records = {(r["capture"], r["pcap_record"]) for r in samples["frames"]}
+    for f in rows:
+        assert f["kind"] in KINDS and f["severity"] in ("info", "warning", "error") and f["summary"]
+        for frame in evidence(f).get("frames", []):
+            assert (f["capture"], frame) in records, f
+        of = [r for r in samples.get(TABLE_OF.get(f["kind"], ""), []) if r.get("connection") == f["connection"]]
+        check = CHECKS.get(f["kind"])
+        if check is not None:
+            check(f, of)
+
+
+def _unroutable(f, publishes):
+    assert f["count"] == sum(1 for p in publishes if p["returned"] and p["exchange"] == f["exchange"]
+                             and p["routing_key"] == f["routing_key"])
+
+
+def _nacked(f, publishes):
+    assert f["count"] == sum(1 for p in publishes if p["confirm_outcome"] == "nack" and p["exchange"] == f["exchange"]
+                             and p["routing_key"] == f["routing_key"])
+
+
+def _closes(f, errors):
+    scope = f["kind"].split("-")[0]
+    times = sorted(e["ts_ns"] for e in errors if e["scope"] == scope and e["method"].endswith(".close")
+                   and f"with {e['reply_code']}" in f["summary"])
+    assert f["count"] <= len(times) and f["first_ns"] in times and f["last_ns"] in times
+
+
+def _flow(f, flow):
+    durations = [r["duration_ms"] / 1000 for r in flow if r["duration_ms"] is not None]
+    assert f["value"] == (max(durations) if durations else None)
+
+
+def _tls(f, tls):
+    assert [r for r in tls if not r["decrypted"]]
+
+
+TABLE_OF = {"unroutable": "publishes", "publish-nacked": "publishes", "channel-error": "errors",
+            "connection-error": "errors", "publisher-blocked": "flow_control", "flow-stopped": "flow_control",
+            "tls-not-decoded": "tls_connections"}
+CHECKS = {"unroutable": _unroutable, "publish-nacked": _nacked, "channel-error": _closes, "connection-error": _closes,
+          "publisher-blocked": _flow, "flow-stopped": _flow, "tls-not-decoded": _tls}
