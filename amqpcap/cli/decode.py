@@ -210,7 +210,7 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
     for record in decoder.decode(args.captures, ends=True):
         tabulator.record(record)
     if getattr(args, "findings_only", False):
-        from amqpcap.rules.findings.listing import grouped, render_text as render_findings
+        from amqpcap.rules.findings.listing import render_text as render_findings
         rows = stats.all_findings()
         out.write(orjson.dumps(stats.summary()["findings"], option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
                   if args.json else render_findings(rows).encode())

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from amqpcap.tables.registry import (CONNECTIONS, DELIVERIES, ERRORS, FINDINGS, PUBLISHES, RPC_CALLS, TLS_CONNECTIONS,
-                                     Table)
-
-from amqpcap.rules.findings.listing import grouped, render_text as render_findings
+from amqpcap.rules.findings.listing import grouped
+from amqpcap.rules.findings.listing import render_text as render_findings
+from amqpcap.tables.registry import (
+    CONNECTIONS,
+    DELIVERIES,
+    ERRORS,
+    FINDINGS,
+    PUBLISHES,
+    RPC_CALLS,
+    TLS_CONNECTIONS,
+    Table,
+)
 
 PERCENTILES = (50, 95, 99)
 # what --stats shows of each connections row (key shown -> column)

@@ -124,3 +124,19 @@ def test_damage_to_the_file_in_both_views(capfdbinary, tmp_path):
     assert sum(1 for line in out.splitlines() if '"kind":"heartbeat"' in line) >= 6
     code, out, _ = run(capfdbinary, damaged)
     assert code == 0 and f"capture {damaged} at byte {pos}: ISSUE damaged-record-header" in out
+
+
+def test_findings_view_lists_what_needs_attention_by_severity(capfdbinary):
+    code, out, _ = run(capfdbinary, "--findings", SAMPLES / "consumer_ack_timeout.pcap", SAMPLES / "php_short_lived.pcap")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "findings: 1 error, 2 warning (32 with those on several connections)"
+    assert lines[1].startswith("  error   consumer-ack-timeout: consumer ctag1.")
+    assert "connection-churn: AMQPLib" in out and "(on 30 connections)" in out  # (one line for 30 declares)
+    code, out, _ = run(capfdbinary, "--findings", "--json", SAMPLES / "unroutable_mandatory.pcap")
+    listed = json.loads(out)
+    assert code == 0 and sorted(f["routing_key"] for f in listed if f["kind"] == "unroutable") == [
+        "nowhere.0", "nowhere.1", "nowhere.2"]
+    code, out, _ = run(capfdbinary, "--stats", SAMPLES / "unroutable_mandatory.pcap")
+    assert code == 0 and out.startswith("findings: 3 warning")
+    assert run(capfdbinary, "--findings", "--jsonl", SAMPLES / "unroutable_mandatory.pcap")[0] == 2

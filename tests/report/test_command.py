@@ -11,7 +11,7 @@ from amqpcap.report import Period, render_views
 from amqpcap.report.model import NOTHING
 from amqpcap.tables.registry import TABLES
 
-SECTION_KEYS = ["acks", "confirms", "rpc", "rates", "errors", "timeline", "heartbeats", "flow", "talkers", "decode"]
+SECTION_KEYS = ["attention", "acks", "confirms", "rpc", "rates", "errors", "timeline", "heartbeats", "flow", "talkers", "decode"]
 
 
 def run(capsys, *argv):

@@ -97,3 +97,32 @@ def test_the_command_writes_one_page_that_needs_no_network(lake, tmp_path, capsy
     assert page.count("Plotly.newPlot(") == page.count('class="plotly-graph-div"') >= 10
     assert not re.search(r"""<(script|link|img)[^>]+(src|href)=["']?https?:""", page)
     assert "from 2026-11-21 00:00:00 to the end (UTC)" in page
+
+
+@pytest.mark.slow
+def test_what_needs_attention_comes_first_and_links_to_the_evidence(whole, lake):
+    assert next(iter(whole)) == "attention"
+    section = whole["attention"]
+    table = section.tables[0]
+    kinds = {row[1] for row in table.rows}
+    assert {"consumer-ack-timeout", "redelivery-loop", "unroutable", "publisher-blocked", "connection-churn",
+            "channel-churn", "deprecated-feature"} <= kinds
+    assert [row[0] for row in table.rows] == sorted((row[0] for row in table.rows),
+                                                    key=["error", "warning", "info"].index)
+    links = {row[1]: row[-1].href for row in table.rows}
+    assert links["consumer-ack-timeout"] == "#acks" and links["publisher-blocked"] == "#flow"
+    assert all(link.removeprefix("#") in whole for link in links.values())
+
+
+@pytest.mark.slow
+def test_the_findings_command_lists_the_lake_s_findings_by_severity(lake, capsys):
+    import json
+    assert main(["findings", "--lake", lake[0], "--json"]) == OK
+    listed = json.loads(capsys.readouterr().out)
+    severities = [f["severity"] for f in listed]
+    assert severities == sorted(severities, key=["error", "warning", "info"].index)
+    ack = next(f for f in listed if f["kind"] == "consumer-ack-timeout")
+    assert ack["queue"] == "amqpcap.acktimeout" and json.loads(ack["evidence_json"])["delivery_tags"] == [3]
+    assert main(["findings", "--lake", lake[0], "--severity", "error"]) == OK
+    text = capsys.readouterr().out
+    assert text.startswith("findings: ") and "consumer-ack-timeout" in text and " warning " not in text

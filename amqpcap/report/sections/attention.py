@@ -3,7 +3,8 @@ linking to the section with its evidence."""
 
 from __future__ import annotations
 
-from amqpcap.report.model import Link, Section, Table
+from amqpcap.report.charts import time_bars
+from amqpcap.report.model import NOTHING, Link, Section, Table
 from amqpcap.rules.findings.listing import counts, grouped
 
 # Where each kind's evidence is plotted (the sections' anchors).
@@ -21,16 +22,24 @@ def build(ctx) -> Section:
                       "The findings rules' diagnosis (the findings table): errors, then warnings, then notes; the "
                       "same finding on many connections is one row. Evidence: Wireshark frame numbers in the "
                       "capture named, delivery tags, message keys (messages.message_key). Thresholds: the [findings] "
-                      "settings.")
+                      "settings. The plot: findings per " + ctx.axis.bucket_text() + " bucket of their first "
+                      "occurrence, by severity and kind.")
     if not ctx.has("findings"):
-        section.notes.append("This lake has no findings table yet (amqpcap run writes it).")
+        section.notes.append(f"{NOTHING} (This lake has no findings table yet: amqpcap run writes it.)")
         return section
     cursor = ctx.con.execute(f"SELECT * EXCLUDE (run_id) FROM findings WHERE {ctx.period.events('first_at')}")
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, values)) for values in cursor.fetchall()]
     if not rows:
-        section.notes.append("Nothing needs attention in this period: no finding.")
+        section.notes.append(f"{NOTHING} No finding: nothing needs attention.")
         return section
+    where = ctx.period.events("first_at")
+    buckets = ctx.rows(f"""
+        SELECT {ctx.axis.bucket('first_at')} AS bucket, severity || ' ' || kind AS label, count(*),
+               string_agg(DISTINCT coalesce(client, ''), ', ')
+        FROM findings WHERE {where} GROUP BY ALL ORDER BY bucket""")
+    hover = {(b, label): f"clients: {clients}" for b, label, _, clients in buckets}
+    section.figures.append(time_bars([r[:3] for r in buckets], ctx.axis, "findings", per_second=False, hover=hover))
     tally = counts(rows)
     section.notes.append(", ".join(f"{n} {severity}" for severity, n in tally.items() if n) + " findings.")
     shown = grouped(rows)

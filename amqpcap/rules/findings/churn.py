@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 
 from amqpcap.rules.common import day
-from amqpcap.rules.findings.finding import EVIDENCE_LIMIT, WARNING, Finding, plural, seconds
+from amqpcap.rules.findings.finding import EVIDENCE_LIMIT, WARNING, Finding, seconds
 
 WINDOW_NS = 60 * 1_000_000_000
 

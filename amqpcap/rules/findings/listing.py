@@ -37,9 +37,11 @@ def render_text(rows: list[dict]) -> str:
     """One line per (grouped) finding: severity, kind, summary, where."""
     if not rows:
         return "findings: none\n"
-    tally = ", ".join(f"{n} {severity}" for severity, n in counts(rows).items() if n)
-    lines = [f"findings: {tally}"]
-    for group in grouped(rows):
+    groups = grouped(rows)
+    tally = ", ".join(f"{n} {severity}" for severity, n in counts(groups).items() if n)
+    lines = [f"findings: {tally}" + (f" ({len(rows)} with those on several connections)" if len(rows) > len(groups)
+                                     else "")]
+    for group in groups:
         where = group.get("client") if group.get("connection") is None else \
             f"connection {group['connection'][:8]} {group.get('client')} -> {group.get('server')}"
         times = f" (on {group['connections']} connections)" if group["connections"] > 1 else ""
