@@ -1,7 +1,8 @@
 """The analytics rules as streaming state machines, Spark-free: a module per table (`channels`,
 `connections`, `deliveries`, `publishes`, `rpc_calls`, `heartbeats`, `errors`, `flow_control`),
-one connection's rule sets together (`connection`), `message_flows` across connections, and
-what they share (`common`, `naming`, `table_rows`, `stats`).
+the `findings` rules (`findings/`: what needs attention, diagnosed from those tables' rows, a file
+per rule set), one connection's rule sets together (`connection`), `message_flows` across
+connections, and what they share (`common`, `naming`, `table_rows`, `stats`).
 
 One connection's `frames` rows (with the `messages` row of each content-carrying method) go in,
 in decoding order; rows of the analytics tables come out as soon as they are final (a delivery

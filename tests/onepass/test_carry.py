@@ -269,3 +269,22 @@ def test_a_state_saved_by_0_2_0_names_its_classes_where_they_lived_then():
         _Unpickler(io.BytesIO(b"cos\nsystem\n.")).load()
     with pytest.raises(pickle.UnpicklingError):
         _Unpickler(io.BytesIO(b"camqp_decode.state\nSavedState\n.")).load()
+
+
+def test_a_finding_carried_across_nights_is_one_finding(tmp_path):
+    """With limits the long connection crosses (its RPCs, bodies, silences and deliveries held), each
+    finding is provisional in the nights that end with the connection open and, in the lake, one row
+    equal to a single run's: not one per night."""
+    loud = Settings().replace(findings={"slow_rpc_ms": 0.001, "large_message_bytes": 1000, "ack_held_seconds": 0.001,
+                                        "missed_heartbeat_intervals": 0.001})
+    for folder in ("whole", "nights"):
+        (tmp_path / folder).mkdir()
+    (path,) = write_nights(tmp_path / "whole", cuts=[])
+    once = nightly([path], loud)["findings"]
+    nights = nightly(write_nights(tmp_path / "nights"), loud)["findings"]
+    assert {f["kind"] for f in once} >= {"slow-rpc", "large-message", "consumer-ack-timeout"}
+    assert comparable(nights) == comparable(once)
+    assert len({f["finding_id"] for f in nights}) == len(nights) and not any(f["provisional"] for f in nights)
+    first, *_ = write_nights(tmp_path / "nights")
+    rows, _, _ = run(first, [], loud)
+    assert rows["findings"] and all(f["provisional"] for f in rows["findings"])

@@ -184,3 +184,65 @@ TABLE_OF = {"unroutable": "publishes", "publish-nacked": "publishes", "channel-e
             "tls-not-decoded": "tls_connections"}
 CHECKS = {"unroutable": _unroutable, "publish-nacked": _nacked, "channel-error": _closes, "connection-error": _closes,
           "publisher-blocked": _flow, "flow-stopped": _flow, "tls-not-decoded": _tls}
+
+
+def tabulated_with(name: str, **limits) -> dict[str, list[dict]]:
+    """A sample's tables with some [findings] limits lowered (the samples' traffic is small)."""
+    from collections import defaultdict
+
+    from amqpcap.connection.decoder import CaptureDecoder
+    from amqpcap.onepass.tabulate import Tabulator
+    settings = Settings().replace(findings=limits)
+    tables: dict = defaultdict(list)
+    tabulator = Tabulator.for_settings(lambda table, row: tables[table.name].append(
+        row if type(row) is dict else dict(row)), settings)
+    for record in CaptureDecoder(settings).decode([str(SAMPLES / name)], ends=True):
+        tabulator.record(record)
+    return tables
+
+
+def test_missed_heartbeats_are_silences_longer_than_the_limit_without_a_timeout():
+    tables = tabulated_with("heartbeats.pcap", missed_heartbeat_intervals=0.5)
+    got = findings(tables, "missed-heartbeats")
+    assert got and not findings(tables, "heartbeat-timeout")
+    for finding in got:
+        [row] = [h for h in tables["heartbeats"] if h["connection"] == finding["connection"]
+                 and finding["summary"].startswith("the client" if h["direction"] == "C>S" else "the broker")]
+        assert finding["threshold"] == 0.5 * row["heartbeat_s"] and not row["ended_after_silence"]
+        assert finding["threshold"] < finding["value"] <= row["longest_silence_s"] and finding["count"] >= 1
+
+
+def test_large_messages_by_exchange_and_routing_key_and_by_queue():
+    tables = tabulated_with("large_and_pipelined.pcap", large_message_bytes=100_000)
+    got = findings(tables, "large-message")
+    big = [p for p in tables["publishes"] if (p["body_size"] or 0) >= 100_000]
+    assert big and sum(f["count"] for f in got if f["exchange"] is not None or f["routing_key"] is not None) \
+        == len(big)
+    assert max(f["value"] for f in got) == max(p["body_size"] for p in big) == 300_000
+    assert all(f["severity"] == "info" for f in got)
+
+
+def test_slow_rpc_names_the_request_and_its_latency():
+    tables = tabulated_with("channel_errors.pcap", slow_rpc_ms=0.001)
+    got = findings(tables, "slow-rpc")
+    calls = [c for c in tables["rpc_calls"] if c["requester"] == "client" and (c["latency_ms"] or 0) > 0.001]
+    assert got and sum(f["count"] for f in got) == len(calls)
+    for finding in got:
+        request = finding["summary"].split(" to answer ")[1].split(" ")[0]
+        assert finding["value"] == max(c["latency_ms"] for c in calls if c["request"] == request
+                                       and c["connection"] == finding["connection"])
+
+
+def test_unbounded_prefetch_and_slow_consumer():
+    tables = tabulated_with("consumer_ack_timeout.pcap", slow_consumer_p99_ms=0.001)
+    [slow] = findings(tables, "slow-consumer")  # prefetch 3, all 3 outstanding: the consumer is the bottleneck
+    acked = sorted(d["settle_latency_ms"] for d in tables["deliveries"] if d["outcome"] == "ack"
+                   and d["consumer_tag"] == slow["consumer_tag"])
+    assert slow["value"] == acked[-1] and slow["count"] == len(acked) and "of its prefetch 3" in slow["summary"]
+    tables = tabulated_with("large_and_pipelined.pcap", unbounded_outstanding=1)
+    assert not findings(tables, "unbounded-prefetch")  # (its consumer is no_ack: nothing outstanding)
+    tables = tabulated_with("confirms.pcap", unbounded_outstanding=1)
+    for finding in findings(tables, "unbounded-prefetch"):
+        qos = [f for f in tables["frames"] if f["method"] == "basic.qos" and f["connection"] == finding["connection"]
+               and f["channel"] == finding["channel"] and f["prefetch_count"]]
+        assert not qos and finding["value"] >= 1
