@@ -48,22 +48,22 @@ class AckTimeouts:
                 finding.cite("frames", rules.record)
                 self.closes[(row.get("channel"), row.get("ts_ns"))] = finding
             return
-        delivered, settled, outcome = row.get("delivered_ns"), row.get("settled_ns"), row.get("outcome")
+        delivered, settled, outcome = row.delivered_ns, row.settled_ns, row.outcome
         if delivered is None or outcome == "auto-ack":
             return
-        closed = self.closes.get((row.get("channel"), settled)) if outcome == "channel-closed" else None
+        closed = self.closes.get((row.channel, settled)) if outcome == "channel-closed" else None
         if closed is not None:  # what the consumer held when the broker closed the channel
-            closed.seen(delivered, row.get("settle_latency_ms") / 1000.0)
+            closed.seen(delivered, row.settle_latency_ms / 1000.0)
             if closed.consumer_tag is None:
-                closed.consumer_tag, closed.queue = row.get("consumer_tag"), row.get("queue")
+                closed.consumer_tag, closed.queue = row.consumer_tag, row.queue
             _cite_delivery(closed, row)
             return
-        held = row.get("settle_latency_ms")
+        held = row.settle_latency_ms
         if held is None and rules.end_ns is not None:  # still unsettled when the capture ended
             held = (rules.end_ns - delivered) / 1e6
         if held is None or held <= self.held_ms:
             return
-        key = (row.get("channel"), row.get("consumer_tag"), row.get("queue"))
+        key = (row.channel, row.consumer_tag, row.queue)
         finding = self.late.get(key)
         if finding is None:
             finding = self.late[key] = Finding("consumer-ack-timeout", WARNING, row, ("held",) + key, channel=key[0],
@@ -99,31 +99,31 @@ class Redeliveries:
         self.by_message: dict[str, tuple] = {}
 
     def row(self, table: str, row, rules) -> None:
-        message = row.get("message_id") or row.get("body_sha256")
+        message = row.message_id or row.body_sha256
         if message is None:
             return
-        if row.get("redelivered"):
-            key = (row.get("queue"), message)
+        if row.redelivered:
+            key = (row.queue, message)
             finding = self.messages.get(key)
             if finding is None:
                 if len(self.messages) >= TRACKED_MESSAGES:
                     return
-                finding = self.messages[key] = Finding("redelivery-loop", WARNING, row, key, channel=row.get("channel"),
-                                                       consumer_tag=row.get("consumer_tag"), queue=key[0],
+                finding = self.messages[key] = Finding("redelivery-loop", WARNING, row, key, channel=row.channel,
+                                                       consumer_tag=row.consumer_tag, queue=key[0],
                                                        threshold=self.limit, unit="redeliveries")
                 finding.facts.update(message=message, outcomes=[])
                 self.by_message[message] = key
-            finding.seen(row.get("delivered_ns"))
+            finding.seen(row.delivered_ns)
             finding.value = finding.count
             outcomes = finding.facts["outcomes"]
             if len(outcomes) < EVIDENCE_LIMIT:
-                outcomes.append(f"{row.get('outcome')}{' requeue' if row.get('requeue') else ''}")
+                outcomes.append(f"{row.outcome}{' requeue' if row.requeue else ''}")
             _cite_delivery(finding, row)
-        elif row.get("death_reason") is not None and message in self.by_message:
+        elif row.death_reason is not None and message in self.by_message:
             finding = self.messages[self.by_message[message]]
-            finding.facts["dead_lettered"] = (row.get("queue"), row.get("death_reason"))
-            finding.seen(row.get("delivered_ns"), count=0)
-            finding.cite("message_keys", row.get("message_key"))
+            finding.facts["dead_lettered"] = (row.queue, row.death_reason)
+            finding.seen(row.delivered_ns, count=0)
+            finding.cite("message_keys", row.message_key)
 
     def findings(self, rules):
         for finding in self.messages.values():
@@ -166,7 +166,7 @@ class Prefetch:
         self.done: list[tuple] = []  # findings of ended channel lifetimes
 
     def _use(self, row, opened: bool = False) -> _ChannelUse:
-        number = row.get("channel")
+        number = row.channel
         use = self.channels.get(number)
         if use is None or opened:
             if use is not None:
@@ -192,15 +192,15 @@ class Prefetch:
             use.peak, use.peak_ns, use.peak_record = count, row.ts_ns, row.pcap_record
 
     def row(self, table: str, row, rules) -> None:
-        if row.get("outcome") not in SETTLED or row.get("settle_latency_ms") is None:
+        if row.outcome not in SETTLED or row.settle_latency_ms is None:
             return
-        use = self.channels.get(row.get("channel"))
+        use = self.channels.get(row.channel)
         if use is None:
             return
-        values = use.latencies.get((row.get("consumer_tag"), row.get("queue")))
+        values = use.latencies.get((row.consumer_tag, row.queue))
         if values is None:
-            values = use.latencies[(row.get("consumer_tag"), row.get("queue"))] = [{}]
-        latency = row.get("settle_latency_ms")
+            values = use.latencies[(row.consumer_tag, row.queue)] = [{}]
+        latency = row.settle_latency_ms
         if len(values) <= EXACT_LATENCIES:
             values.append(latency)
         else:
@@ -271,9 +271,9 @@ def _p99(values: list) -> tuple:
 
 
 def _cite_delivery(finding: Finding, row) -> None:
-    finding.cite("delivery_tags", row.get("delivery_tag"))
-    finding.cite("message_keys", row.get("message_key"))
-    finding.cite("message_ids", row.get("message_id"))
+    finding.cite("delivery_tags", row.delivery_tag)
+    finding.cite("message_keys", row.message_key)
+    finding.cite("message_ids", row.message_id)
 
 
 def _first_sentence(text: str) -> str:

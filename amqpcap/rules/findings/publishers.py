@@ -28,13 +28,13 @@ class Returns:
         finding.facts.setdefault("text", row.reply_text)
 
     def row(self, table: str, row, rules) -> None:
-        if table != "publishes" or not row.get("returned"):
+        if table != "publishes" or not row.returned:
             return
-        finding = self._finding(row, row.get("exchange"), row.get("routing_key"), row.get("return_code"))
-        finding.seen(row.get("published_ns"))
-        finding.facts["text"] = row.get("return_text")
-        finding.cite("channels", row.get("channel"))
-        finding.cite("message_keys", row.get("message_key"))
+        finding = self._finding(row, row.exchange, row.routing_key, row.return_code)
+        finding.seen(row.published_ns)
+        finding.facts["text"] = row.return_text
+        finding.cite("channels", row.channel)
+        finding.cite("message_keys", row.message_key)
 
     def findings(self, rules):
         for (exchange, routing_key, code), finding in self.returned.items():
@@ -53,16 +53,16 @@ class Nacks:
         self.nacked: dict[tuple, Finding] = {}
 
     def row(self, table: str, row, rules) -> None:
-        if table != "publishes" or row.get("confirm_outcome") != "nack":
+        if table != "publishes" or row.confirm_outcome != "nack":
             return
-        key = (row.get("exchange"), row.get("routing_key"))
+        key = (row.exchange, row.routing_key)
         finding = self.nacked.get(key)
         if finding is None:
             finding = self.nacked[key] = Finding("publish-nacked", ERROR, row, key, exchange=key[0], routing_key=key[1])
-        finding.seen(row.get("published_ns"))
+        finding.seen(row.published_ns)
         finding.cite("frames", rules.record)  # the basic.nack that settled it
-        finding.cite("channels", row.get("channel"))
-        finding.cite("message_keys", row.get("message_key"))
+        finding.cite("channels", row.channel)
+        finding.cite("message_keys", row.message_key)
 
     def findings(self, rules):
         for (exchange, routing_key), finding in self.nacked.items():
@@ -82,13 +82,13 @@ class LargeMessages:
         self.large: dict[tuple, Finding] = {}
 
     def row(self, table: str, row, rules) -> None:
-        size = row.get("body_size")
+        size = row.body_size
         if size is None or size < self.limit:
             return
         if table == "publishes":
-            key = ("published", row.get("exchange"), row.get("routing_key"))
+            key = ("published", row.exchange, row.routing_key)
         else:
-            key = ("delivered", row.get("queue"))
+            key = ("delivered", row.queue)
         finding = self.large.get(key)
         if finding is None:
             finding = self.large[key] = Finding("large-message", INFO, row, key, threshold=self.limit, unit="bytes")
@@ -96,8 +96,8 @@ class LargeMessages:
                 finding.exchange, finding.routing_key = key[1], key[2]
             else:
                 finding.queue = key[1]
-        finding.seen(row.get("published_ns") if table == "publishes" else row.get("delivered_ns"), size)
-        finding.cite("message_keys", row.get("message_key"))
+        finding.seen(row.published_ns if table == "publishes" else row.delivered_ns, size)
+        finding.cite("message_keys", row.message_key)
 
     def findings(self, rules):
         for key, finding in self.large.items():

@@ -13,17 +13,17 @@ class SlowRpc:
         self.slow: dict[str, Finding] = {}
 
     def row(self, table: str, row, rules) -> None:
-        latency = row.get("latency_ms")
-        if latency is None or latency <= self.limit or row.get("requester") != "client":
+        latency = row.latency_ms
+        if latency is None or latency <= self.limit or row.requester != "client":
             return
-        request = row.get("request")
+        request = row.request
         finding = self.slow.get(request)
         if finding is None:
             finding = self.slow[request] = Finding("slow-rpc", WARNING, row, (request,), threshold=self.limit,
                                                    unit="ms")
-        finding.seen(row.get("request_at") * 1000 if row.get("request_at") is not None else None, latency)
+        finding.seen(row.request_at * 1000 if row.request_at is not None else None, latency)
         finding.cite("frames", rules.record)  # the reply
-        finding.cite("channels", row.get("channel"))
+        finding.cite("channels", row.channel)
 
     def findings(self, rules):
         for request, finding in self.slow.items():
