@@ -16,8 +16,8 @@ def grouped(rows: list[dict]) -> list[dict]:
         group = groups.get(key)
         if group is None:
             group = groups[key] = {**row, "connections": 0, "ids": []}
-        group["connections"] += 1
-        group["ids"].append(row.get("finding_id"))
+        group["connections"] += row.get("connections", 1)  # (rows grouped before count as many)
+        group["ids"] += row.get("ids", [row.get("finding_id")])
         if (row.get("first_ns") or 0) < (group.get("first_ns") or 0):
             group["first_ns"] = row.get("first_ns")
     rank = {severity: i for i, severity in enumerate(SEVERITIES)}
