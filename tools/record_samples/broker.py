@@ -103,18 +103,23 @@ def is_running() -> bool:
     return ctl("status", check=False).returncode == 0
 
 
-def ensure_broker(tls_options: dict | None = None) -> None:
+def ensure_broker(tls_options: dict | None = None, conf_settings: dict | None = None,
+                  rabbit_env: dict | None = None) -> tuple[str, str]:
     """tls_options: Erlang ssl options for the TLS listener over TLS_DEFAULT_OPTIONS (e.g.
-    {"key_update_at": 32768}). The broker is restarted when the configuration it runs with is not
-    the one asked for, so a scenario's own options are undone by the next ensure_broker()."""
+    {"key_update_at": 32768}). conf_settings: rabbitmq.conf lines added to CONF (e.g.
+    {"consumer_timeout": 3000}); rabbit_env: more of the rabbit application's environment in
+    advanced.config, beside ssl_options (e.g. {"channel_tick_interval": 1000}). The broker is restarted
+    when the configuration it runs with is not the one asked for, so a scenario's own options are
+    undone by the next ensure_broker(). Returns the (rabbitmq.conf, advanced.config) it runs with."""
     ensure_tools()
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     ensure_tls_material()
-    (CONF_DIR / "rabbitmq.conf").write_text(CONF)
-    advanced = advanced_config(dict(TLS_DEFAULT_OPTIONS, **(tls_options or {})))
+    conf = CONF + "".join(f"{k} = {v}\n" for k, v in (conf_settings or {}).items())
+    (CONF_DIR / "rabbitmq.conf").write_text(conf)
+    advanced = advanced_config(dict(TLS_DEFAULT_OPTIONS, **(tls_options or {})), rabbit_env)
     (CONF_DIR / "advanced.config").write_text(advanced)
     running = CONF_DIR / "running.config"   # what the running node was started with
-    wanted = CONF + advanced + tls_material_digest()   # new certificates need a restart too
+    wanted = conf + advanced + tls_material_digest()   # new certificates need a restart too
     if is_running() and (not running.exists() or running.read_text() != wanted):
         ctl("stop")
         deadline = time.time() + 60
@@ -132,6 +137,17 @@ def ensure_broker(tls_options: dict | None = None) -> None:
                 raise RuntimeError("RabbitMQ did not start: " + r.stderr)
             time.sleep(2)
     ensure_users()
+    return conf, advanced
+
+
+def stop_broker() -> None:
+    """rabbitmqctl stop (and stunnel, if a TLS scenario started it); waits until the node is down."""
+    stop_stunnel()
+    if is_running():
+        ctl("stop", check=False)
+        deadline = time.time() + 60
+        while is_running() and time.time() < deadline:
+            time.sleep(1)
 
 
 def _erl(v) -> str:
@@ -144,8 +160,9 @@ def _erl(v) -> str:
     raise TypeError(v)
 
 
-def advanced_config(opts: dict) -> str:
-    """rabbit's ssl_options in Erlang terms: strings for ciphers, binaries for ALPN, atoms else."""
+def advanced_config(opts: dict, rabbit_env: dict | None = None) -> str:
+    """rabbit's ssl_options in Erlang terms: strings for ciphers, binaries for ALPN, atoms else;
+    then rabbit_env's other rabbit settings (integers, booleans, atoms)."""
     items = []
     for k, v in opts.items():
         if k in ("cacertfile", "certfile", "keyfile"):
@@ -161,7 +178,8 @@ def advanced_config(opts: dict) -> str:
         else:
             val = _erl(v)
         items.append(f"    {{{k}, {val}}}")
-    return "[{rabbit, [{ssl_options, [\n" + ",\n".join(items) + "\n]}]}].\n"
+    env = "".join(f",\n  {{{k}, {_erl(v)}}}" for k, v in (rabbit_env or {}).items())
+    return "[{rabbit, [{ssl_options, [\n" + ",\n".join(items) + "\n]}" + env + "]}].\n"
 
 
 def ensure_tls_material() -> dict:
@@ -273,6 +291,31 @@ def wait_no_connections(timeout: float = 15.0) -> None:
     deadline = time.time() + timeout
     while connection_count() and time.time() < deadline:
         time.sleep(0.3)
+
+
+def env_value(key: str) -> str:
+    """The running node's application:get_env(rabbit, key), as rabbitmqctl eval prints it."""
+    return ctl("eval", f"application:get_env(rabbit, {key}).", check=False).stdout.strip()
+
+
+def log_path() -> Path:
+    import socket
+    return Path("/var/log/rabbitmq") / f"rabbit@{socket.gethostname().split('.')[0]}.log"
+
+
+def log_size() -> int:
+    """The broker log's size now: log_since(log_size()) is what the node logs from here on."""
+    p = log_path()
+    return p.stat().st_size if p.exists() else 0
+
+
+def log_since(offset: int) -> str:
+    p = log_path()
+    if not p.exists():
+        return ""
+    with open(p, "rb") as f:
+        f.seek(offset)
+        return f.read().decode("utf-8", "replace")
 
 
 def delete_queue(name: str, vhost: str = VHOST) -> None:

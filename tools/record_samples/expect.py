@@ -31,6 +31,8 @@ class Expect:
         self.journeys: list[dict] | None = None   # hops.py: each message_id's publishes and deliveries in order
         self.protocols: list[dict] | None = None  # protocols.py: the protocol each TCP connection speaks
         self.tls: list[dict] | None = None        # tls.py: each TCP connection's TLS facts and methods
+        self.broker_config: dict | None = None    # findings.py: the rabbitmq.conf / advanced.config the node ran with
+        self.facts: dict | None = None            # findings.py: names, counts, timings, the broker's replies
 
     # ---- methods
     def c(self, name: str, n: int = 1):
@@ -118,7 +120,8 @@ class Expect:
             "not_decodable": {d: dict(c) for d, c in self.not_decodable.items() if c},
             "notes": " ".join(self.notes),
         } | {k: v for k, v in (("cuts", self.cuts), ("journeys", self.journeys),
-                                ("protocols", self.protocols), ("tls", self.tls)) if v is not None}
+                                ("protocols", self.protocols), ("tls", self.tls),
+                                ("broker_config", self.broker_config), ("facts", self.facts)) if v is not None}
 
     def write(self, path):
         with open(path, "w") as f:

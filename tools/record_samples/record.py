@@ -5,6 +5,8 @@ Run from the repository root:
     python -m tools.record_samples confirms heartbeats   # only these scenarios
     python -m tools.record_samples --list
     python -m tools.record_samples --verify-only   # tshark cross-check of what is on disk
+    python -m tools.record_samples --out /tmp/s consumer_ack_timeout   # write (and check) elsewhere
+    python -m tools.record_samples --stop          # stop the broker (and stunnel)
 
 The client libraries live in a venv of their own (/tmp/recvenv, pinned by requirements.txt next
 to this file); if they are not importable the program creates the venv and re-executes itself in it.
@@ -55,17 +57,21 @@ class Ctx:
         self.cap.start()
 
 
-def run_scenario(name: str) -> None:
+def _shown(path: Path) -> Path:
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
+
+
+def run_scenario(name: str, out_root: Path = OUT) -> None:
     from . import broker
     from .capture import Capture
     from .expect import Expect
     from .scenarios import SCENARIOS
 
     sc = SCENARIOS[name]
-    broker.ensure_broker(sc.tls_options)
+    conf, advanced = broker.ensure_broker(sc.tls_options, sc.broker_conf, sc.rabbit_env)
     broker.wait_no_connections()
     broker.reset_vhost()
-    out = OUT / sc.out_dir
+    out = out_root / sc.out_dir
     out.mkdir(parents=True, exist_ok=True)
     ext = {"pcap": ".pcap", "pcapng": ".pcapng", "pcap.gz": ".pcap"}[sc.fmt]
     raw_path = out / f"{name}{ext}"
@@ -75,6 +81,9 @@ def run_scenario(name: str) -> None:
             p.unlink()
     exp = Expect(name, " ".join(sc.description.split()))
     exp.broker = broker.broker_version()
+    if sc.record_config:
+        exp.broker_config = {"rabbitmq.conf": conf, "advanced.config": advanced,
+                             "changed_settings": dict(sc.broker_conf or {}, **(sc.rabbit_env or {}))}
     cap = Capture(raw_path, interfaces=sc.interfaces, tool="dumpcap" if sc.fmt == "pcapng" else "tcpdump",
                   nano=sc.nano, bpf=sc.bpf, buffer_kib=sc.buffer_kib)
     ctx = Ctx(exp, cap, name, out)
@@ -89,7 +98,8 @@ def run_scenario(name: str) -> None:
             cap.proc.wait()
         raise
     err = cap.stop()
-    print("   " + " | ".join(l for l in err.splitlines() if "packets" in l.lower() or "dropped" in l), flush=True)
+    stats = [l for l in err.splitlines() if "packets" in l.lower() or "dropped" in l]
+    print("   " + " | ".join(stats), flush=True)
     if getattr(ctx, "after_capture", None):  # facts that need the record numbers (long_connection's cuts)
         ctx.after_capture(raw_path)
     if sc.fmt == "pcap.gz":
@@ -102,8 +112,12 @@ def run_scenario(name: str) -> None:
     exp.capture = {"file": final.name, "format": sc.fmt, "link_types": list(sc.link_types),
                    "timestamp_resolution": "ns" if (sc.nano or sc.fmt == "pcapng") else "us",
                    "starts_mid_stream": bool(exp.capture.get("starts_mid_stream"))}
+    if sc.record_config:
+        from .verify import tcp_retransmissions
+        exp.capture |= {"interface": sc.interfaces[0][0], "filter": sc.bpf, "tcpdump_stats": stats,
+                        "tcp_retransmissions": tcp_retransmissions(final)}
     exp.write(out / f"{name}.expected.json")
-    print(f"   wrote {final.relative_to(REPO)} ({final.stat().st_size} bytes)", flush=True)
+    print(f"   wrote {_shown(final)} ({final.stat().st_size} bytes)", flush=True)
 
 
 def main(argv=None) -> int:
@@ -113,7 +127,15 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--verify-only", action="store_true", help="only run the tshark cross-check")
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT, metavar="DIR",
+                    help=f"write the samples into DIR (and cross-check those), not {_shown(OUT)}")
+    ap.add_argument("--stop", action="store_true", help="stop the broker (and stunnel) and exit")
     args = ap.parse_args(argv)
+    if args.stop:
+        from . import broker
+        broker.stop_broker()
+        return 0
+    args.out = args.out.resolve()
     _ensure_venv()
     from .scenarios import SCENARIOS
     if args.list:
@@ -125,17 +147,18 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown scenario(s): {unknown}; see --list")
     if not args.verify_only:
-        OUT.mkdir(parents=True, exist_ok=True)
+        args.out.mkdir(parents=True, exist_ok=True)
         for n in names:
-            run_scenario(n)
+            run_scenario(n, args.out)
             time.sleep(0.5)
-        if any(SCENARIOS[n].tls_options for n in names):  # give the broker its usual TLS options back
+        if any(SCENARIOS[n].tls_options or SCENARIOS[n].broker_conf or SCENARIOS[n].rabbit_env
+               for n in names):  # give the broker its usual configuration back
             from . import broker
             broker.ensure_broker()
     if args.no_verify:
         return 0
     from .verify import verify_all
-    return 0 if verify_all(OUT, names) else 1
+    return 0 if verify_all(args.out, names) else 1
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ class Scenario:
     bpf: str = "tcp port 5672"   # the capture filter
     tls_options: dict | None = None  # Erlang ssl options for the broker's TLS listener (broker.ensure_broker)
     buffer_kib: int | None = None    # tcpdump -B
+    broker_conf: dict | None = None  # rabbitmq.conf settings added for this scenario (broker.ensure_broker)
+    rabbit_env: dict | None = None   # rabbit app env added to advanced.config for this scenario
+    record_config: bool = False      # expected.json also gets broker_config and capture.tcpdump_stats/_retransmissions
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -827,4 +830,4 @@ def protocol_headers(ctx):
 
 
 # scenarios kept in their own modules register themselves on import
-from . import hops, long_connection, other_clients, protocols, tls  # noqa: E402,F401
+from . import findings, hops, long_connection, other_clients, protocols, tls  # noqa: E402,F401

@@ -96,6 +96,20 @@ def compare(exp: dict, got: dict) -> list[str]:
     return diffs
 
 
+def tcp_retransmissions(path: Path) -> list[dict]:
+    """TCP retransmissions in a capture, as tshark's analysis finds them: real duplicates on the wire
+    (e.g. a tail-loss-probe retransmission while the broker delays its ACK), not capture loss."""
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp.analysis.retransmission || tcp.analysis.lost_segment",
+                          "-T", "fields", "-e", "frame.number", "-e", "tcp.srcport", "-e", "tcp.dstport",
+                          "-e", "tcp.seq", "-e", "tcp.len"], capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        num, sp, dp, seq, ln = line.split("\t")
+        rows.append({"frame": int(num), "src_port": int(sp), "dst_port": int(dp), "relative_seq": int(seq),
+                     "tcp_len": int(ln), "kind": "retransmission (duplicate of an earlier segment)"})
+    return rows
+
+
 def resync_copy(path: Path) -> tuple[Path, int]:
     """tshark cannot resynchronise an AMQP stream whose capture starts inside a frame.  Give it a copy
     that starts at the first client packet whose payload begins with a complete frame
