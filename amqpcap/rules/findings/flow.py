@@ -11,18 +11,21 @@ from amqpcap.rules.findings.finding import WARNING, Finding, plural, seconds
 class FlowStops:
     def __init__(self) -> None:
         self.blocked_at: int | None = None  # (micros) while the connection is blocked
+        self.blocked_ns: int | None = None
         self.held: dict[int, list] = {}  # block start (micros) -> [publishes sent meanwhile, its frame]
         self.stops: dict[tuple, Finding] = {}
 
     def blocked(self, row) -> None:
         if row.method == "connection.blocked":
-            self.blocked_at = micros(row.ts_ns)
+            self.blocked_at, self.blocked_ns = micros(row.ts_ns), row.ts_ns
             self.held.setdefault(self.blocked_at, [0, row.pcap_record])
         else:
             self.blocked_at = None
 
     def published(self, row) -> None:
-        if self.blocked_at is not None and row.direction == "C>S":
+        # (by time: the two directions' frames are decoded in their own order, so a publish sent
+        # just before the block may be decoded after it)
+        if self.blocked_at is not None and row.direction == "C>S" and row.ts_ns >= self.blocked_ns:
             self.held[self.blocked_at][0] += 1
 
     def row(self, table: str, row, rules) -> None:
