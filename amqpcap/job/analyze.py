@@ -1,5 +1,6 @@
 """Rebuild the analytics tables from the raw ones: every connection's frames (with their messages)
-replayed in decoding order (`frames.connection_seq`), then its `streams` row, through the same
+replayed in decoding order (`frames.connection_seq`), then its decode issues and `tls_connections`
+row (which the findings read), then its `streams` row, through the same
 state machines the nightly job runs (amqpcap.rules), one grouped pass; message_flows from
 the rebuilt publishes and deliveries, staged and paired as the nightly job does.
 
@@ -17,9 +18,9 @@ import pyarrow as pa
 from amqpcap.job.stages.flows import FlowSides
 from amqpcap.lake.tablefiles import FILES_DDL, TableFile, TableFiles, files_batch
 from amqpcap.settings import Settings
-from amqpcap.tables.registry import ANALYTICS_TABLES, FRAMES, MESSAGES, STREAMS
+from amqpcap.tables.registry import ANALYTICS_TABLES, DECODE_ISSUES, FRAMES, MESSAGES, STREAMS, TLS_CONNECTIONS
 
-LAST = 2**62  # streams rows sort after every frame of their connection
+LAST = 2**62  # streams rows sort after every frame of their connection (issues and TLS rows just before)
 
 
 def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]:
@@ -45,6 +46,11 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
               .unionByName(streams.select("connection", F.lit(LAST).cast("bigint").alias("seq"),
                                           F.struct(*[F.col(c) for c in streams.columns]).alias("s")),
                            allowMissingColumns=True))
+    for name, table, seq in (("i", DECODE_ISSUES, LAST - 2), ("t", TLS_CONNECTIONS, LAST - 1)):
+        raw = _micros(read_table(spark, lake, table), table).where(F.col("connection").isNotNull())
+        replay = replay.unionByName(raw.select("connection", F.lit(seq).cast("bigint").alias("seq"),
+                                               F.struct(*[F.col(c) for c in raw.columns]).alias(name)),
+                                    allowMissingColumns=True)
     ordered = replay.repartition("connection").sortWithinPartitions("connection", "seq")
     root = absolute(lake)
     traffic = streams.select(F.sum(F.coalesce("c2s_stream_bytes", F.lit(0)) + F.coalesce("s2c_stream_bytes", F.lit(0))))
@@ -83,7 +89,11 @@ def replay_task(batches: Iterator[pa.RecordBatch], settings_json: str, run_id: s
     analytics = Tabulator.for_settings(emit, settings, run_id).analytics
     for batch in batches:
         for row in batch.to_pylist():
-            if row.get("s") is not None:
+            if row.get("i") is not None:
+                analytics.raw(DECODE_ISSUES, row["i"])
+            elif row.get("t") is not None:
+                analytics.raw(TLS_CONNECTIONS, row["t"])
+            elif row.get("s") is not None:
                 tag["source"], tag["provisional"] = row["s"].get("source"), bool(row["s"].get("provisional"))
                 analytics.end(row["s"])
             else:

@@ -34,5 +34,5 @@ def test_the_report_renders_offline_without_errors(lake, browser, tmp_path):
         assert plot["width"] > 300 and plot["height"] > 150, plot
         assert plot["overflow"] <= 1, plot  # not clipped by its container
     assert {s["id"] for s in seen.sections if not s["empty"] and s["plots"]} == {
-        "acks", "confirms", "rpc", "rates", "errors", "timeline", "heartbeats", "flow", "talkers", "decode"}
+        "attention", "acks", "confirms", "rpc", "rates", "errors", "timeline", "heartbeats", "flow", "talkers", "decode"}
     assert (tmp_path / "report.png").stat().st_size > 20_000

@@ -13,7 +13,7 @@ EVIDENCE = {"consumer-ack-timeout": "acks", "slow-consumer": "acks", "unbounded-
             "connection-error": "errors", "slow-rpc": "rpc", "heartbeat-timeout": "heartbeats",
             "missed-heartbeats": "heartbeats", "publisher-blocked": "flow", "flow-stopped": "flow",
             "connection-churn": "timeline", "channel-churn": "timeline", "large-message": "talkers",
-            "deprecated-feature": "errors", "capture-loss": "decode_issues", "tls-not-decoded": "timeline"}
+            "deprecated-feature": "errors", "capture-loss": "decode", "tls-not-decoded": "timeline"}
 COLUMNS = ["severity", "finding", "what happened", "connections", "first", "client", "capture", "evidence", "see"]
 
 
@@ -31,7 +31,7 @@ def build(ctx) -> Section:
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, values)) for values in cursor.fetchall()]
     if not rows:
-        section.notes.append(f"{NOTHING} No finding: nothing needs attention.")
+        section.notes.append(NOTHING)
         return section
     where = ctx.period.events("first_at")
     buckets = ctx.rows(f"""
