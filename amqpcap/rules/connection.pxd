@@ -13,8 +13,12 @@ from amqpcap.rules.rpc_calls cimport RpcRules
 from amqpcap.tables.rows cimport FrameRow, MessageRow
 
 
+cdef frozenset _FINDING_METHODS
+
+
 cdef class _Channel:
     cdef public int instance
+    cdef public long long peak
     cdef public RpcRules rpc
     cdef public ChannelRules lifetimes
     cdef public DeliveryRules deliveries
@@ -36,7 +40,7 @@ cdef class ConnectionAnalyzer:
     cdef public object close_text
     cdef public bint tuned
 
-    @cython.locals(channel=_Channel)
+    @cython.locals(channel=_Channel, outstanding=cython.longlong)
     cpdef frame(self, FrameRow row, MessageRow message=*)
 
 

@@ -31,6 +31,12 @@ from amqpcap.rules.publishes import PublishRules
 from amqpcap.rules.rpc_calls import RpcRules
 from amqpcap.tables.rows import FrameRow, MessageRow
 
+# The methods whose frames the findings rules read (FindingRules.method); of every other method
+# they only note the frame number (`record`: the rows its handling emits cite it).
+FINDING_METHODS = frozenset({"channel.open", "basic.qos", "queue.declare", "connection.blocked",
+                             "connection.unblocked", "basic.return"})
+# C-typed twin of the table above, what the rules read (compiled: a C variable; connection.pxd)
+_FINDING_METHODS = FINDING_METHODS
 # Raw rows (decode issues) held for a connection whose first frame is still to come.
 EARLY_RAW_ROWS = 256
 # A TCP end that closes the connection for the broker (it requeues what was unacked).
@@ -38,10 +44,11 @@ DROPPED = ("fin", "rst", "port-reuse")
 
 
 class _Channel:
-    __slots__ = ("instance", "rpc", "lifetimes", "deliveries", "publishes")
+    __slots__ = ("instance", "rpc", "lifetimes", "deliveries", "publishes", "peak")
 
     def __init__(self, number: int, naming: Naming, emit: Emit, settings) -> None:
         self.instance = 0
+        self.peak = 0  # the most deliveries outstanding at once in this lifetime (the findings see each new one)
         self.rpc = RpcRules(naming, emit)
         if number > 0:
             self.lifetimes = ChannelRules(emit)
@@ -80,7 +87,10 @@ class ConnectionAnalyzer:
         if row.kind != "method":
             return
         method = row.method
-        self.findings.method(row)
+        findings = self.findings
+        findings.record = row.pcap_record
+        if method in _FINDING_METHODS:
+            findings.method(row)
         self.connection.method(row)
         self.errors.method(row)
         self.flow.method(row)
@@ -95,6 +105,7 @@ class ConnectionAnalyzer:
             channel = self.channels[number] = _Channel(number, self.naming, self.emit, self.settings)
         if method == "channel.open":
             channel.instance += 1
+            channel.peak = 0
         instance = channel.instance
         channel.rpc.method(row, instance)
         if channel.lifetimes is not None:
@@ -102,7 +113,10 @@ class ConnectionAnalyzer:
             channel.deliveries.method(row, instance, message)
             channel.publishes.method(row, instance, message)
             if method == "basic.deliver" or method == "basic.get-ok":
-                self.findings.delivered(row, len(channel.deliveries.outstanding))
+                outstanding = len(channel.deliveries.outstanding)
+                if outstanding > channel.peak:
+                    channel.peak = outstanding
+                    findings.delivered(row, outstanding)
 
     def end(self, stream: dict) -> None:
         """The connection ended: `stream` is its `streams` row. Everything still open is emitted,

@@ -46,7 +46,7 @@ class FindingRules:
         self.readers = {
             "errors": (self.closes, self.acks),
             "deliveries": (self.acks, self.redeliveries, self.prefetch, self.large),
-            "publishes": (self.returns, self.nacks, self.large),
+            "publishes": (self.returns, self.nacks, self.large, self.flow),
             "flow_control": (self.flow,),
             "heartbeats": (self.liveness,),
             "rpc_calls": (self.rpc,),
@@ -55,8 +55,8 @@ class FindingRules:
         }
 
     def method(self, row) -> None:
-        """A method frame (a FrameRow), before the other rule sets see it."""
-        self.record = row.pcap_record
+        """A method frame (a FrameRow) of amqpcap.rules.connection.FINDING_METHODS, before the other
+        rule sets see it (`record` is already its frame number)."""
         method = row.method
         if method == "channel.open":
             self.churn.opened(row)
@@ -66,15 +66,14 @@ class FindingRules:
             self.deprecations.qos(row)
         elif method == "queue.declare":
             self.deprecations.declare(row)
-        elif method == "basic.publish":
-            self.flow.published(row)
         elif method in ("connection.blocked", "connection.unblocked"):
             self.flow.blocked(row)
         elif method == "basic.return":
             self.returns.frame(row)
 
     def delivered(self, row, outstanding: int) -> None:
-        """A basic.deliver or get-ok, and how many deliveries its channel has outstanding now."""
+        """A basic.deliver or get-ok that made its channel's outstanding deliveries more than ever in
+        its lifetime, and how many."""
         self.prefetch.outstanding(row, outstanding)
 
     def row(self, table, row) -> None:

@@ -1,34 +1,39 @@
 """When the broker stopped traffic: publisher-blocked (connection.blocked, with its reason, how long
 and the publishes the client sent meanwhile) and flow-stopped (channel.flow), from the
-`flow_control` rows (and the frames between a block and its unblock)."""
+`flow_control` rows, the connection.blocked frames and the `publishes` rows."""
 
 from __future__ import annotations
 
 from amqpcap.rules.common import micros
 from amqpcap.rules.findings.finding import WARNING, Finding, plural, seconds
 
+BLOCKS = 1024  # connection.blocked intervals a connection keeps to count the publishes they held
+
 
 class FlowStops:
     def __init__(self) -> None:
-        self.blocked_at: int | None = None  # (micros) while the connection is blocked
-        self.blocked_ns: int | None = None
-        self.held: dict[int, list] = {}  # block start (micros) -> [publishes sent meanwhile, its frame]
+        self.blocks: list[list] = []  # per connection.blocked: [start ns, end ns or None, its frame, publishes]
         self.stops: dict[tuple, Finding] = {}
+        self.block_of: dict[int, tuple] = {}  # block start (micros) -> its finding's key
 
     def blocked(self, row) -> None:
+        """A connection.blocked or connection.unblocked frame."""
+        blocks = self.blocks
         if row.method == "connection.blocked":
-            self.blocked_at, self.blocked_ns = micros(row.ts_ns), row.ts_ns
-            self.held.setdefault(self.blocked_at, [0, row.pcap_record])
-        else:
-            self.blocked_at = None
-
-    def published(self, row) -> None:
-        # (by time: the two directions' frames are decoded in their own order, so a publish sent
-        # just before the block may be decoded after it)
-        if self.blocked_at is not None and row.direction == "C>S" and row.ts_ns >= self.blocked_ns:
-            self.held[self.blocked_at][0] += 1
+            if len(blocks) < BLOCKS and not (blocks and blocks[-1][1] is None):
+                blocks.append([row.ts_ns, None, row.pcap_record, 0])
+        elif blocks and blocks[-1][1] is None:
+            blocks[-1][1] = row.ts_ns
 
     def row(self, table: str, row, rules) -> None:
+        if table == "publishes":  # (by the publish's time: it may be settled, and its row made, much later)
+            if self.blocks:
+                sent = row.published_ns
+                for block in reversed(self.blocks):
+                    if sent is not None and block[0] <= sent and (block[1] is None or sent < block[1]):
+                        block[3] += 1
+                        break
+            return
         mechanism = row.get("mechanism")
         started, duration = row.get("started_at"), row.get("duration_ms")
         if mechanism == "connection.blocked":
@@ -37,9 +42,7 @@ class FlowStops:
             if finding is None:
                 finding = self.stops[key] = Finding("publisher-blocked", WARNING, row, key, unit="s")
                 finding.facts.update(reason=row.get("reason"), held=0, open=0)
-            held, record = self.held.pop(started, (0, None))
-            finding.facts["held"] += held
-            finding.cite("frames", record)
+            self.block_of[started] = key
         else:
             key = (mechanism, row.get("channel"), row.get("initiator"))
             finding = self.stops.get(key)
@@ -55,6 +58,12 @@ class FlowStops:
             finding.seen(row.get("ended_at") * 1000, count=0)
 
     def findings(self, rules):
+        for start, _, record, held in self.blocks:
+            key = self.block_of.get(micros(start))
+            if key is not None:
+                finding = self.stops[key]
+                finding.facts["held"] += held
+                finding.cite("frames", record)
         for finding in self.stops.values():
             n, unended = finding.count, finding.facts["open"]
             longest = f"the longest {seconds(finding.value)}" if finding.value is not None else "never lifted"
