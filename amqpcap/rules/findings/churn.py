@@ -7,6 +7,7 @@ costs the broker a handshake (and its metadata store a write) each time."""
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 from amqpcap.rules.common import day
 from amqpcap.rules.findings.finding import EVIDENCE_LIMIT, WARNING, Finding, seconds
@@ -36,7 +37,7 @@ class _Peak:
             self.peak = len(window)
             self.peak_first_ns, self.peak_last_ns = window[0][0], ts_ns
             if len(self.peak_items) < EVIDENCE_LIMIT:
-                self.peak_items = [i for _, i in list(window)[:EVIDENCE_LIMIT]]
+                self.peak_items = [i for _, i in islice(window, EVIDENCE_LIMIT)]
 
 
 class ChannelChurn:
