@@ -246,3 +246,23 @@ def test_unbounded_prefetch_and_slow_consumer():
         qos = [f for f in tables["frames"] if f["method"] == "basic.qos" and f["connection"] == finding["connection"]
                and f["channel"] == finding["channel"] and f["prefetch_count"]]
         assert not qos and finding["value"] >= 1
+
+
+def test_names_the_traffic_chooses_do_not_grow_a_connection_s_findings():
+    """Unroutable publishes to ever new routing keys: the first GROUPS keys each a finding, the
+    rest one "(others)" finding, every return counted."""
+    from amqpcap.rules.findings.finding import GROUPS, OTHERS
+    from amqpcap.rules.findings.publishers import Returns
+    returns = Returns()
+
+    class Published(dict):
+        __getattr__ = dict.get
+    where = {"connection": "c", "capture": "x", "client": "a:1", "server": "b:2"}
+    for n in range(GROUPS + 100):
+        returns.row("publishes", Published(where, returned=True, exchange="e", routing_key=f"k{n}", return_code=312,
+                                           return_text="NO_ROUTE", published_ns=n, channel=1, message_key=f"m{n}"),
+                    None)
+    found = list(returns.findings(None))
+    assert len(found) == GROUPS + 1 and sum(f.count for f, _ in found) == GROUPS + 100
+    (others,) = [f for f, _ in found if f.about[1] == OTHERS]
+    assert others.count == 100 and others.routing_key is None and others.exchange is None

@@ -7,7 +7,7 @@ management metrics are broker configuration: not on the wire)."""
 from __future__ import annotations
 
 from amqpcap.rules.common import arguments
-from amqpcap.rules.findings.finding import WARNING, Finding, named, plural
+from amqpcap.rules.findings.finding import WARNING, Finding, bounded, named, plural
 
 FEATURES = {
     "global_qos": "global QoS (basic.qos global=true): use per-consumer prefetch",
@@ -22,10 +22,10 @@ class Deprecations:
         self.used: dict[tuple, Finding] = {}
 
     def _use(self, row, feature: str, queue=None) -> None:
-        key = (feature, queue)
+        key = (feature, bounded(self.used, (queue,))[0])
         finding = self.used.get(key)
         if finding is None:
-            finding = self.used[key] = Finding("deprecated-feature", WARNING, row, key, channel=row.channel, queue=queue)
+            finding = self.used[key] = Finding("deprecated-feature", WARNING, row, key, channel=row.channel, queue=key[1])
             finding.facts["feature"] = feature
         finding.seen(row.ts_ns)
         finding.cite("frames", row.pcap_record)

@@ -14,11 +14,14 @@ import hashlib
 import orjson
 
 from amqpcap.rules.common import day, micros
-from amqpcap.tables.registry import FINDINGS
 
 INFO, WARNING, ERROR = "info", "warning", "error"
 SEVERITIES = (ERROR, WARNING, INFO)  # the order people read them in
 EVIDENCE_LIMIT = 20
+# Findings a rule set keeps per connection by names the traffic chose (exchanges, routing keys, queues):
+# beyond, what would make another goes to one finding of "(others)", so memory does not follow the names.
+GROUPS = 256
+OTHERS = "(others)"
 # Where a finding is: the columns it copies from the first row that made it.
 WHERE = ("connection", "capture", "client", "server")
 
@@ -36,6 +39,7 @@ class Finding:
         finding one (part of its id)."""
         self.kind = kind
         self.severity = severity
+        queue, exchange, routing_key = (None if v == OTHERS else v for v in (queue, exchange, routing_key))
         self.where = {name: where.get(name) for name in WHERE}
         self.about = about
         self.channel = channel
@@ -93,8 +97,11 @@ class Finding:
                 "source": None, "provisional": None}
 
 
-def emit_finding(emit, finding: Finding, summary: str) -> None:
-    emit(FINDINGS, finding.row(summary))
+def bounded(groups: dict, key: tuple) -> tuple:
+    """`key`, or the same-length key of "(others)" once `groups` holds GROUPS findings without it."""
+    if key in groups or len(groups) < GROUPS:
+        return key
+    return (OTHERS,) * len(key)
 
 
 def seconds(value_s: float | None) -> str:

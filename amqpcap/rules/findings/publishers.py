@@ -4,7 +4,7 @@ and `deliveries` rows (and the basic.return frames, whose numbers are the eviden
 
 from __future__ import annotations
 
-from amqpcap.rules.findings.finding import ERROR, INFO, WARNING, Finding, named, plural
+from amqpcap.rules.findings.finding import ERROR, INFO, WARNING, Finding, bounded, named, plural
 
 
 class Returns:
@@ -14,11 +14,11 @@ class Returns:
         self.returned: dict[tuple, Finding] = {}
 
     def _finding(self, where, exchange, routing_key, code) -> Finding:
-        key = (exchange, routing_key, code)
+        key = bounded(self.returned, (exchange, routing_key, code))
         finding = self.returned.get(key)
         if finding is None:
-            finding = self.returned[key] = Finding("unroutable", WARNING, where, key, exchange=exchange,
-                                                   routing_key=routing_key)
+            finding = self.returned[key] = Finding("unroutable", WARNING, where, key, exchange=key[0],
+                                                   routing_key=key[1])
         return finding
 
     def frame(self, row) -> None:
@@ -55,7 +55,7 @@ class Nacks:
     def row(self, table: str, row, rules) -> None:
         if table != "publishes" or row.confirm_outcome != "nack":
             return
-        key = (row.exchange, row.routing_key)
+        key = bounded(self.nacked, (row.exchange, row.routing_key))
         finding = self.nacked.get(key)
         if finding is None:
             finding = self.nacked[key] = Finding("publish-nacked", ERROR, row, key, exchange=key[0], routing_key=key[1])
@@ -89,6 +89,7 @@ class LargeMessages:
             key = ("published", row.exchange, row.routing_key)
         else:
             key = ("delivered", row.queue)
+        key = bounded(self.large, key)
         finding = self.large.get(key)
         if finding is None:
             finding = self.large[key] = Finding("large-message", INFO, row, key, threshold=self.limit, unit="bytes")
