@@ -209,6 +209,8 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
     tabulator = Tabulator.for_settings(stats.emit, settings)
     for record in decoder.decode(args.captures, ends=True):
         tabulator.record(record)
+    for path, reason in decoder.stats.failed.items():
+        stats.damage.failed(path, reason, None)
     if getattr(args, "findings_only", False):
         from amqpcap.rules.findings.listing import render_text as render_findings
         rows = stats.all_findings()

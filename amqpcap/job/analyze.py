@@ -28,8 +28,8 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
     from pyspark.sql import functions as F
 
     from amqpcap.job.nightly import flows_stage, staging_dir
-    from amqpcap.job.stages.churn import churn_files
     from amqpcap.job.stages.decode import remove_staging
+    from amqpcap.job.stages.findings import churn_files, damage_files
     from amqpcap.job.stages.flows import flow_parts
     from amqpcap.lake.paths import absolute
     from amqpcap.lake.sinks import DeltaRsSink
@@ -60,7 +60,7 @@ def analyze(spark, lake: str, settings: Settings, run_id: str) -> dict[str, int]
         task = functools.partial(replay_task, settings_json=settings.to_json(), run_id=run_id, root=root,
                                  staging=staging, flow_parts=parts)
         written = [TableFile.of(r.asDict()) for r in ordered.mapInArrow(task, FILES_DDL).collect()]
-        written += churn_files(written, settings, root, run_id)
+        written += churn_files(written, settings, root, run_id) + damage_files(spark, lake, root, run_id)
         written += flows_stage(spark, parts, settings, staging, root, run_id)
     finally:
         remove_staging(staging)

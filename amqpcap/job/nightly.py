@@ -97,8 +97,8 @@ def run(spark, files: list[InputFile], settings: Settings, lake: str, run_id: st
     `summary.manifest` (tests of the commit sequence). `keys`: the TLS key log (default: read from
     settings.decode.tls_keylogs here, on the driver)."""
     from amqpcap.job.spark_sink import appliers, choose_sink
-    from amqpcap.job.stages.churn import churn_files
     from amqpcap.job.stages.decode import remove_staging
+    from amqpcap.job.stages.findings import churn_files
     from amqpcap.job.stages.flows import flow_parts
     from amqpcap.lake import carryover
     from amqpcap.lake.runlog import repair
@@ -262,7 +262,8 @@ def capture_rows(files: list[InputFile], units, lake: str, root: str, run_id: st
     from amqpcap.connection.decoder import capture_issues
     from amqpcap.lake.tablefiles import TableFiles
     from amqpcap.rules.common import day
-    from amqpcap.tables.registry import DECODE_ISSUES
+    from amqpcap.rules.findings.visibility import CaptureDamage
+    from amqpcap.tables.registry import DECODE_ISSUES, FINDINGS
     from amqpcap.tables.rows import RawRows
     plans, staged = units
     infos = {i: CaptureInfo(f.uri, f.size) for i, f in enumerate(files)}
@@ -278,6 +279,7 @@ def capture_rows(files: list[InputFile], units, lake: str, root: str, run_id: st
             printed[unit.file_index] = facts.fingerprint
     writer = TableFiles(root, run_id, tag="captures-")
     raw_rows = RawRows(run_id)
+    damage = CaptureDamage()  # (the findings of the files themselves)
     now_ns = time.time_ns()
     span = Span()
     for index, f in enumerate(files):
@@ -291,6 +293,8 @@ def capture_rows(files: list[InputFile], units, lake: str, root: str, run_id: st
         summary.status[status] += 1
         if status != "ok":
             summary.problems.append((status, f.uri, error))
+        if status == "failed":
+            damage.failed(f.uri, error, day(now_ns))
         first, last = info.first_ts_ns, info.last_ts_ns
         when = day(first if first is not None else now_ns)
         writer.add(CAPTURES, {
@@ -306,6 +310,9 @@ def capture_rows(files: list[InputFile], units, lake: str, root: str, run_id: st
             if record.ts_ns is None:  # a file with no readable record: the day it was read
                 row["date"] = when
             writer.add(DECODE_ISSUES, row)
+            damage.add(row)
+    for row in damage.rows():
+        writer.add(FINDINGS, row)
     replaced = {f.uri for f in files}
     by_print = {h: files[i].uri for i, h in printed.items()}
     for path, known in _known_fingerprints(lake):

@@ -12,6 +12,7 @@ from amqpcap.rules.findings.listing import grouped
 from amqpcap.rules.findings.listing import render_text as render_findings
 from amqpcap.tables.registry import (
     CONNECTIONS,
+    DECODE_ISSUES,
     DELIVERIES,
     ERRORS,
     FINDINGS,
@@ -53,8 +54,10 @@ class Stats:
     def __init__(self, findings=None) -> None:
         """`findings`: the [findings] settings (connection-churn, across connections, is judged
         when the summary is made)."""
+        from amqpcap.rules.findings.visibility import CaptureDamage
         self.findings_settings = findings
         self.findings: list[dict] = []
+        self.damage = CaptureDamage()  # the capture files' own capture-loss
         self.connections: list[dict] = []
         self.tls: list[dict] = []
         self.errors: Counter = Counter()  # (method, reply code, name) -> count
@@ -68,6 +71,8 @@ class Stats:
     def emit(self, table: Table, row: dict) -> None:
         if table is FINDINGS:
             self.findings.append(row)
+        elif table is DECODE_ISSUES:
+            self.damage.add(row)
         elif table is CONNECTIONS:
             self.connections.append(row)
         elif table is TLS_CONNECTIONS:
@@ -94,7 +99,7 @@ class Stats:
         churn = ConnectionChurn(self.findings_settings or FindingsSection())
         for row in self.connections:
             churn.add(row)
-        return self.findings + churn.rows()
+        return self.findings + churn.rows() + self.damage.rows()
 
     def summary(self) -> dict:
         amqp = [c for c in self.connections if c["status"] == "amqp"]

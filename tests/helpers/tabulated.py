@@ -17,6 +17,7 @@ from amqpcap.capture.inputs import expand_inputs
 from amqpcap.connection.decoder import CaptureDecoder
 from amqpcap.onepass.tabulate import Tabulator
 from amqpcap.rules.findings.churn import ConnectionChurn
+from amqpcap.rules.findings.visibility import CaptureDamage
 from amqpcap.rules.message_flows import DELIVERY_COLUMNS, PUBLISH_COLUMNS, flow_key, flows, side_order
 from amqpcap.settings import Settings
 from amqpcap.tables.registry import DELIVERIES, MESSAGE_FLOWS, PUBLISHES, TABLES
@@ -31,7 +32,10 @@ def tabulate(paths: list[str]) -> dict[str, list[dict]]:
     churn = ConnectionChurn(Settings().findings)  # (the job's one finding across connections)
     for row in tables["connections"]:
         churn.add(row)
-    tables["findings"] += churn.rows()
+    damage = CaptureDamage()  # (and of the capture files themselves)
+    for row in tables["decode_issues"]:
+        damage.add(row)
+    tables["findings"] += churn.rows() + damage.rows()
     return dict(tables)
 
 

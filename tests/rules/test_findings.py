@@ -266,3 +266,12 @@ def test_names_the_traffic_chooses_do_not_grow_a_connection_s_findings():
     assert len(found) == GROUPS + 1 and sum(f.count for f, _ in found) == GROUPS + 100
     (others,) = [f for f, _ in found if f.about[1] == OTHERS]
     assert others.count == 100 and others.routing_key is None and others.exchange is None
+
+
+def test_a_damaged_capture_file_is_one_capture_loss_finding():
+    tables = tabulate([str(SAMPLES / "crafted" / "truncated_gzip.pcap.gz")])
+    [finding] = [f for f in findings(tables, "capture-loss") if f["connection"] is None]
+    damage = [i for i in tables["decode_issues"] if i["connection"] is None]
+    assert damage and finding["count"] == len(damage) and finding["source"] == finding["capture"]
+    assert finding["value"] == sum(i["bytes_skipped"] or 0 for i in damage)
+    assert evidence(finding)["file_offsets"] == [i["file_offset"] for i in damage][:20]

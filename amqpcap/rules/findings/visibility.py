@@ -4,7 +4,7 @@ from the `decode_issues` and `tls_connections` rows."""
 
 from __future__ import annotations
 
-from amqpcap.rules.findings.finding import INFO, WARNING, Finding, plural
+from amqpcap.rules.findings.finding import ERROR, INFO, WARNING, Finding, plural
 
 
 class Visibility:
@@ -43,3 +43,55 @@ class Visibility:
                                                 f"SNI {row['sni']}" if row.get("sni") else None) if v)
             yield finding, (f"a TLS connection ({about}) was not decoded: {why}; only its handshake and sizes are "
                             "in the tables (amqpcap run --tls-keylog)")
+
+
+class CaptureDamage:
+    """capture-loss of capture files themselves (damaged records, a truncated or damaged gzip, a file
+    that is no capture), from the `decode_issues` rows tied to no connection and the files that
+    failed, in any order; made where those are (amqpcap.job.nightly's driver, `decode --findings`)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Finding] = {}
+
+    def add(self, row: dict) -> None:
+        """A `decode_issues` row (those of a connection are the connection's capture-loss)."""
+        capture = row.get("capture")
+        if row.get("connection") is not None or capture is None:
+            return
+        finding = self.files.get(capture)
+        if finding is None:
+            finding = self.files[capture] = Finding("capture-loss", WARNING, row, ("file", capture), unit="bytes")
+            finding.value = 0
+            finding.facts.update(kinds=[], date=row.get("date"), failed=None)
+        finding.seen(row.get("ts_ns"))
+        finding.value += row.get("bytes_skipped") or 0
+        if row.get("issue_kind") not in finding.facts["kinds"]:
+            finding.facts["kinds"].append(row.get("issue_kind"))
+        finding.cite("file_offsets", row.get("file_offset"))
+
+    def failed(self, capture: str, error: str, date) -> None:
+        """A file that could not be read at all."""
+        finding = self.files.get(capture)
+        if finding is None:
+            finding = self.files[capture] = Finding("capture-loss", ERROR, {"capture": capture}, ("file", capture),
+                                                    unit="bytes")
+            finding.facts.update(kinds=[], date=date)
+        finding.severity = ERROR
+        finding.facts["failed"] = error
+        finding.seen(None)
+
+    def rows(self) -> list[dict]:
+        out = []
+        for capture, finding in self.files.items():
+            if finding.facts.get("failed"):
+                summary = f"the capture file could not be read: {finding.facts['failed']}"
+            else:
+                summary = (f"the capture file itself is damaged ({', '.join(finding.facts['kinds'])}): "
+                           f"{finding.value:,.0f} bytes of it skipped in {plural(finding.count, 'place')}; what "
+                           "they held is missing from every table")
+            row = finding.row(summary)
+            if row["date"] is None:
+                row["date"] = finding.facts.get("date")
+            row["source"], row["provisional"] = capture, False
+            out.append(row)
+        return out
