@@ -211,6 +211,9 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
         tabulator.record(record)
     for path, reason in decoder.stats.failed.items():
         stats.damage.failed(path, reason, None)
+    for info in decoder.stats.captures:
+        if info.dropped:
+            stats.damage.dropped(info.path, info.dropped, info.records, None)
     if getattr(args, "findings_only", False):
         from amqpcap.rules.findings.listing import render_text as render_findings
         rows = stats.all_findings()

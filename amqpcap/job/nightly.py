@@ -295,11 +295,14 @@ def capture_rows(files: list[InputFile], units, lake: str, root: str, run_id: st
             summary.problems.append((status, f.uri, error))
         if status == "failed":
             damage.failed(f.uri, error, day(now_ns))
+        elif info.dropped:
+            damage.dropped(f.uri, info.dropped, info.records, day(info.first_ts_ns or now_ns))
         first, last = info.first_ts_ns, info.last_ts_ns
         when = day(first if first is not None else now_ns)
         writer.add(CAPTURES, {
             "date": when, "path": f.uri, "size_bytes": f.size, "format": info.format,
             "link_types": info.link_type_names, "packets": info.records, "captured_bytes": info.bytes,
+            "dropped_packets": info.dropped,
             "first_ts": first // 1000 if first is not None else None,
             "last_ts": last // 1000 if last is not None else None, "fingerprint": printed.get(index),
             "status": status, "error": error})

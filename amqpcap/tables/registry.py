@@ -120,6 +120,9 @@ class CapturesRow(TypedDict, total=False):
                           "link-layer types seen (EN10MB, LINUX_SLL2, ...)"]
     packets: Annotated[int | None, "bigint", "packet records read"]
     captured_bytes: Annotated[int | None, "bigint", "bytes of all packet records"]
+    dropped_packets: Annotated[int | None, "bigint",
+                               "packets the capture lost, as its pcapng interface statistics say (isb_ifdrop + "
+                               "isb_osdrop); null when the file does not say (classic pcap: tcpdump prints them)"]
     first_ts: Annotated[int | None, "timestamp", "time of the first packet"]
     last_ts: Annotated[int | None, "timestamp", "time of the last packet"]
     fingerprint: Annotated[str | None, "string",

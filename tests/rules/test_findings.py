@@ -275,3 +275,44 @@ def test_a_damaged_capture_file_is_one_capture_loss_finding():
     assert damage and finding["count"] == len(damage) and finding["source"] == finding["capture"]
     assert finding["value"] == sum(i["bytes_skipped"] or 0 for i in damage)
     assert evidence(finding)["file_offsets"] == [i["file_offset"] for i in damage][:20]
+
+
+def pcapng_with_statistics(path, source, ifdrop: int, osdrop: int) -> None:
+    """`source`'s packets as a pcapng file whose interface statistics (an ISB at its end, as dumpcap
+    writes) say `ifdrop` + `osdrop` packets were dropped."""
+    import struct
+
+    from amqpcap.capture.readers import read_records
+
+    def block(kind: int, body: bytes) -> bytes:
+        body += b"\0" * (-len(body) % 4)
+        return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+    out = [block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)),
+           block(1, struct.pack("<HHI", 1, 0, 262144))]
+    last = 0
+    for ts, _, data in read_records(str(source)):
+        micros = ts // 1000
+        out.append(block(6, struct.pack("<IIIII", 0, micros >> 32, micros & 0xFFFFFFFF, len(data), len(data)) + data))
+        last = micros
+    options = struct.pack("<HHQ", 5, 8, ifdrop) + struct.pack("<HHQ", 7, 8, osdrop) + struct.pack("<HH", 0, 0)
+    out.append(block(5, struct.pack("<III", 0, last >> 32, last & 0xFFFFFFFF) + options))
+    path.write_bytes(b"".join(out))
+
+
+def test_the_drops_a_pcapng_file_records_are_capture_loss(tmp_path, capfdbinary):
+    from amqpcap.capture.readers import read_records
+    from amqpcap.capture.readers.info import CaptureInfo
+    from amqpcap.cli import main
+    capture = tmp_path / "dropped.pcapng"
+    pcapng_with_statistics(capture, SAMPLES / "heartbeats.pcap", ifdrop=40, osdrop=2)
+    info = CaptureInfo(str(capture), capture.stat().st_size)
+    packets = sum(1 for _ in read_records(str(capture), info))
+    assert info.dropped == 42 and info.records == packets and not info.issues
+    assert main(["decode", "--findings", "--json", str(capture)]) == 0
+    listed = json.loads(capfdbinary.readouterr()[0])
+    [loss] = [f for f in listed if f["kind"] == "capture-loss"]
+    assert loss["value"] == 42 and loss["unit"] == "packets" and "dropped 42 packets" in loss["summary"]
+    pcapng_with_statistics(capture, SAMPLES / "heartbeats.pcap", ifdrop=0, osdrop=0)
+    info = CaptureInfo(str(capture), capture.stat().st_size)
+    list(read_records(str(capture), info))
+    assert info.dropped == 0

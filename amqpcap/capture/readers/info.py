@@ -66,6 +66,9 @@ class CaptureInfo(msgspec.Struct, dict=True):
     last_ts_ns: int | None = None
     issues: list[CaptureIssue] = field(default_factory=list)
     snaplen: int | None = None  # pcap: the global header's; pcapng: the largest interface snaplen
+    # pcapng: packets its interfaces' statistics say were dropped (isb_ifdrop + isb_osdrop; None:
+    # no statistics with them, as in every classic pcap: tcpdump prints its drops, it does not write them)
+    dropped: int | None = None
     start_offset: int | None = None  # offset of the first record boundary read (decompressed for gzip)
     end_offset: int | None = None  # where reading stopped: the next range's start_offset, or the end
     # The header parameters the reader assumed where it started and held where it stopped (byte
@@ -119,6 +122,8 @@ class CaptureInfo(msgspec.Struct, dict=True):
             self._check_continuity(part)
         if part.snaplen is not None:
             self.snaplen = max(self.snaplen or 0, part.snaplen)
+        if part.dropped is not None:  # (cumulative counters: the statistics at the file's end hold them all)
+            self.dropped = max(self.dropped or 0, part.dropped)
         self.link_types |= part.link_types
         self.resolutions |= part.resolutions
         if part.records:  # damage at the end of the ranges before happened before this one's first record

@@ -19,6 +19,7 @@ from amqpcap.capture.readers.boundaries import (
     EPB,
     FOUND,
     IDB,
+    ISB,
     MAX_BLOCK,
     MORE,
     PB,
@@ -43,6 +44,9 @@ from amqpcap.capture.readers.info import (
 from amqpcap.capture.readers.source import CHUNK, Window
 
 NO_END = 1 << 62
+# Interface Statistics Block options that count packets the capture lost: isb_ifdrop (dropped by the
+# interface or its buffer) and isb_osdrop (by the operating system), both cumulative u64 counters.
+DROP_OPTIONS = (5, 7)
 LOOKAHEAD = CHAIN * (1 << 18) + CHUNK  # what a boundary search reads on at once (more when blocks are long)
 EPB_HEADER = 28  # type, length, interface, ts high, ts low, caplen, origlen
 DEFAULT_RESOLUTION = 10**6
@@ -107,6 +111,7 @@ class PcapngReader:
         self.order = order  # of the current section
         self.range_order = order  # a range's ends are judged in the first section's byte order
         self.interfaces: list[Interface] = []
+        self.drops: dict[int, int] = {}  # interface -> the largest of its cumulative drop counters (this section)
         self.used: set[int] = set()  # interfaces whose link type and resolution info holds
         self.in_range: list[Interface] | None = []  # IDBs read since the range start (None: a new section)
         self.caught_up = start <= 0
@@ -329,6 +334,9 @@ class PcapngReader:
                 self._issue(CONCATENATED_CAPTURE, f"a new section header at offset {at}: another capture "
                             "appended to this one; reading goes on with its parameters", index, 0, at, resume)
             self.order, self.interfaces, self.used, self.in_range = order, [], set(), None
+            self.drops = {}
+        elif block_type == ISB:
+            self._statistics(buf, p, length, order)
         elif block_type == IDB:
             interface = parse_interface(buf, p, length, order)
             if self.in_range is not None:
@@ -343,6 +351,27 @@ class PcapngReader:
         elif block_type in (EPB, PB, SPB):
             return self._packet(buf, p, block_type, length, index, last_ts), resume
         return None, resume
+
+    def _statistics(self, buf: bytes, p: int, length: int, order: str) -> None:
+        """An Interface Statistics Block: the packets its interface dropped so far, into
+        info.dropped (counters are cumulative: only what grew since the last one counts)."""
+        interface = struct.unpack_from(order + "I", buf, p + 8)[0]
+        at, end, dropped = p + 20, p + length - 4, None
+        while at + 4 <= end:
+            code, size = struct.unpack_from(order + "HH", buf, at)
+            if code == 0:
+                break
+            if code in DROP_OPTIONS and size == 8 and at + 12 <= end:
+                dropped = (dropped or 0) + struct.unpack_from(order + "Q", buf, at + 4)[0]
+            at += 4 + ((size + 3) & ~3)
+        if dropped is None:
+            return
+        before = self.drops.get(interface, 0)
+        if dropped > before:
+            self.drops[interface] = dropped
+            self.info.dropped = (self.info.dropped or 0) + dropped - before
+        elif self.info.dropped is None:
+            self.info.dropped = 0
 
     def _packet(self, buf: bytes, p: int, block_type: int, length: int, index: int, last_ts: int) -> tuple | None:
         at = self.window.base + p

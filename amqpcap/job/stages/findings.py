@@ -46,9 +46,12 @@ def damage_files(spark, lake: str, root: str, run_id: str) -> list[TableFile]:
     for row in issues.select("date", "capture", "connection", "ts_ns", "issue_kind", "bytes_skipped",
                              "file_offset").collect():
         damage.add(row.asDict())
-    for row in read_table(spark, lake, CAPTURES).where(F.col("status") == "failed").select(
-            "path", "error", "date").collect():
-        damage.failed(row.path, row.error, row.date)
+    for row in read_table(spark, lake, CAPTURES).where((F.col("status") == "failed") | (F.col("dropped_packets") > 0)) \
+            .select("path", "status", "error", "date", "dropped_packets", "packets").collect():
+        if row.status == "failed":
+            damage.failed(row.path, row.error, row.date)
+        else:
+            damage.dropped(row.path, row.dropped_packets, row.packets, row.date)
     return _written(damage.rows(), root, run_id, "damage-")
 
 

@@ -80,16 +80,36 @@ class CaptureDamage:
         finding.facts["failed"] = error
         finding.seen(None)
 
+    def dropped(self, capture: str, dropped: int, packets: int, date) -> None:
+        """The packets a capture file's interface statistics say were dropped."""
+        finding = self.files.get(capture)
+        if finding is None:
+            finding = self.files[capture] = Finding("capture-loss", WARNING, {"capture": capture}, ("file", capture),
+                                                    unit="bytes")
+            finding.value = 0
+            finding.facts.update(kinds=[], date=date, failed=None)
+        finding.facts.update(dropped=dropped, packets=packets)
+
     def rows(self) -> list[dict]:
         out = []
         for capture, finding in self.files.items():
+            dropped, kinds = finding.facts.get("dropped"), list(finding.facts["kinds"])
+            measure = {}
             if finding.facts.get("failed"):
                 summary = f"the capture file could not be read: {finding.facts['failed']}"
+            elif dropped and not finding.count:
+                measure = {"value": float(dropped), "unit": "packets", "count": dropped}
+                summary = (f"the capture dropped {dropped:,} packets (its interface statistics), beside the "
+                           f"{finding.facts['packets']:,} it holds: connections' gaps say which streams lost bytes; "
+                           "capture with a larger buffer (tcpdump -B), a snaplen, or a filter")
             else:
-                summary = (f"the capture file itself is damaged ({', '.join(finding.facts['kinds'])}): "
+                if dropped:
+                    kinds.append(f"and {dropped:,} packets dropped, its statistics say")
+                summary = (f"the capture file itself is damaged ({', '.join(kinds)}): "
                            f"{finding.value:,.0f} bytes of it skipped in {plural(finding.count, 'place')}; what "
                            "they held is missing from every table")
             row = finding.row(summary)
+            row.update(measure)
             if row["date"] is None:
                 row["date"] = finding.facts.get("date")
             row["source"], row["provisional"] = capture, False
