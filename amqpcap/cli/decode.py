@@ -209,8 +209,7 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
     tabulator = Tabulator.for_settings(stats.emit, settings)
     for record in decoder.decode(args.captures, ends=True):
         tabulator.record(record)
-    for path, reason in decoder.stats.failed.items():
-        stats.damage.failed(path, reason, None)
+    # (a file that failed is on stderr, as in every view; the job's findings name it)
     for info in decoder.stats.captures:
         if info.dropped:
             stats.damage.dropped(info.path, info.dropped, info.records, None)

@@ -60,7 +60,7 @@ class CaptureDamage:
             return
         finding = self.files.get(capture)
         if finding is None:
-            finding = self.files[capture] = Finding("capture-loss", WARNING, row, ("file", capture), unit="bytes")
+            finding = self.files[capture] = Finding("capture-loss", WARNING, row, ("file", capture.rsplit("/", 1)[-1]), unit="bytes")
             finding.value = 0
             finding.facts.update(kinds=[], date=row.get("date"), failed=None)
         finding.seen(row.get("ts_ns"))
@@ -73,7 +73,7 @@ class CaptureDamage:
         """A file that could not be read at all."""
         finding = self.files.get(capture)
         if finding is None:
-            finding = self.files[capture] = Finding("capture-loss", ERROR, {"capture": capture}, ("file", capture),
+            finding = self.files[capture] = Finding("capture-loss", ERROR, {"capture": capture}, ("file", capture.rsplit("/", 1)[-1]),
                                                     unit="bytes")
             finding.facts.update(kinds=[], date=date)
         finding.severity = ERROR
@@ -84,7 +84,7 @@ class CaptureDamage:
         """The packets a capture file's interface statistics say were dropped."""
         finding = self.files.get(capture)
         if finding is None:
-            finding = self.files[capture] = Finding("capture-loss", WARNING, {"capture": capture}, ("file", capture),
+            finding = self.files[capture] = Finding("capture-loss", WARNING, {"capture": capture}, ("file", capture.rsplit("/", 1)[-1]),
                                                     unit="bytes")
             finding.value = 0
             finding.facts.update(kinds=[], date=date, failed=None)
