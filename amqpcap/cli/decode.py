@@ -215,8 +215,9 @@ def _stats(decoder: CaptureDecoder, args: argparse.Namespace, settings, out) -> 
             stats.damage.dropped(info.path, info.dropped, info.records, None)
     if getattr(args, "findings_only", False):
         from amqpcap.rules.findings.listing import render_text as render_findings
+        from amqpcap.rules.findings.listing import shown
         rows = stats.all_findings()
-        out.write(orjson.dumps(stats.summary()["findings"], option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        out.write(orjson.dumps(shown(rows), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
                   if args.json else render_findings(rows).encode())
         return
     summary = stats.summary()

@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     from amqpcap.report import LakeError, PeriodError
     from amqpcap.report.period import Period
-    from amqpcap.report.source import open_lake
+    from amqpcap.report.source import lake_findings, open_lake
     from amqpcap.rules.findings.finding import SEVERITIES
     from amqpcap.rules.findings.listing import grouped, render_text
     try:
@@ -38,13 +38,7 @@ def main(args: argparse.Namespace) -> int:
     except (LakeError, PeriodError) as error:
         raise UsageError(str(error)) from None
     wanted = SEVERITIES[:SEVERITIES.index(args.severity) + 1]
-    tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    rows = []
-    if "findings" in tables:  # (a lake written before the findings table has none)
-        cursor = con.execute(f"SELECT * EXCLUDE (run_id) FROM findings WHERE {period.events('first_at')} "
-                             f"AND severity IN ({', '.join(repr(s) for s in wanted)}) ORDER BY first_ns")
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, values)) for values in cursor.fetchall()]
+    rows = lake_findings(con, period, wanted) or []  # (a lake written before the findings table has none)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(grouped(rows), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
                                              | orjson.OPT_NAIVE_UTC, default=str))

@@ -45,10 +45,27 @@ class Context:
 
     def has(self, table: str) -> bool:
         """The lake has the table (one written before it existed does not)."""
-        return bool(self.one("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table])[0])
+        return has_table(self.con, table)
 
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         return self.con.execute(sql, params or []).fetchall()
 
     def one(self, sql: str, params: list | None = None) -> tuple:
         return self.con.execute(sql, params or []).fetchone()
+
+
+def has_table(con, table: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                            [table]).fetchone()[0])
+
+
+def lake_findings(con, period: Period, severities: tuple[str, ...] | None = None) -> list[dict] | None:
+    """The `findings` rows of the period (every column but run_id), first first; None when the lake
+    has no findings table (one written before it existed)."""
+    if not has_table(con, "findings"):
+        return None
+    only = f" AND severity IN ({', '.join(repr(s) for s in severities)})" if severities else ""
+    cursor = con.execute(f"SELECT * EXCLUDE (run_id) FROM findings WHERE {period.events('first_at')}{only} "
+                         "ORDER BY first_ns")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, values)) for values in cursor.fetchall()]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from amqpcap.rules.findings.listing import grouped
 from amqpcap.rules.findings.listing import render_text as render_findings
+from amqpcap.rules.findings.listing import shown
 from amqpcap.tables.registry import (
     CONNECTIONS,
     DECODE_ISSUES,
@@ -104,8 +104,7 @@ class Stats:
     def summary(self) -> dict:
         amqp = [c for c in self.connections if c["status"] == "amqp"]
         return {
-            "findings": [{k: v for k, v in row.items() if k not in ("source", "provisional", "run_id", "date")}
-                         for row in grouped(self.all_findings())],
+            "findings": shown(self.all_findings()),
             "connections": [{key: c.get(column) for key, column in CONNECTION_FACTS.items()} for c in amqp],
             "other_connections": dict(Counter(c["status"] for c in self.connections if c["status"] != "amqp")),
             "tls_connections": self.tls,

@@ -7,6 +7,7 @@ Written into the run's files, committed with the rest."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from amqpcap.lake.tablefiles import TableFile, TableFiles, filesystem_of
@@ -26,11 +27,9 @@ def churn_files(written: list[TableFile], settings, root: str, run_id: str) -> l
         if f.table != CONNECTIONS.name:
             continue
         table = pq.read_table(f"{base}/{f.table}/{f.path}", filesystem=filesystem, columns=COLUMNS)
+        for name in ("started_at", "ended_at"):  # as the rows have them: microseconds
+            table = table.set_column(table.schema.get_field_index(name), name, table[name].cast(pa.int64()))
         for row in table.to_pylist():
-            for name in ("started_at", "ended_at"):  # timestamps as the rows have them: microseconds
-                value = row[name]
-                row[name] = None if value is None else int(value.timestamp() * 1_000_000) if hasattr(
-                    value, "timestamp") else value
             churn.add(row)
     return _written(churn.rows(), root, run_id, "churn-")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from amqpcap.report.charts import time_bars
 from amqpcap.report.model import NOTHING, Link, Section, Table
+from amqpcap.report.source import lake_findings
 from amqpcap.rules.findings.listing import counts, grouped
 
 # Where each kind's evidence is plotted (the sections' anchors).
@@ -24,12 +25,10 @@ def build(ctx) -> Section:
                       "capture named, delivery tags, message keys (messages.message_key). Thresholds: the [findings] "
                       "settings. The plot: findings per " + ctx.axis.bucket_text() + " bucket of their first "
                       "occurrence, by severity and kind.")
-    if not ctx.has("findings"):
+    rows = lake_findings(ctx.con, ctx.period)
+    if rows is None:
         section.notes.append(f"{NOTHING} (This lake has no findings table yet: amqpcap run writes it.)")
         return section
-    cursor = ctx.con.execute(f"SELECT * EXCLUDE (run_id) FROM findings WHERE {ctx.period.events('first_at')}")
-    names = [d[0] for d in cursor.description]
-    rows = [dict(zip(names, values)) for values in cursor.fetchall()]
     if not rows:
         section.notes.append(NOTHING)
         return section

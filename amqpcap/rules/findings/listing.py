@@ -25,6 +25,13 @@ def grouped(rows: list[dict]) -> list[dict]:
                                                   g.get("kind") or ""))
 
 
+def shown(rows: list[dict]) -> list[dict]:
+    """The grouped findings as `decode --findings --json` and `--stats --json` give them: without the
+    columns that only say where the lake keeps them."""
+    return [{k: v for k, v in group.items() if k not in ("source", "provisional", "run_id", "date")}
+            for group in grouped(rows)]
+
+
 def counts(rows: list[dict]) -> dict[str, int]:
     """Findings per severity, in reading order."""
     out = {severity: 0 for severity in SEVERITIES}

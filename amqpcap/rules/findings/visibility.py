@@ -53,16 +53,22 @@ class CaptureDamage:
     def __init__(self) -> None:
         self.files: dict[str, Finding] = {}
 
+    def _file(self, capture: str, date) -> Finding:
+        """The capture file's finding (its id from the file's name: the same wherever the file lies)."""
+        finding = self.files.get(capture)
+        if finding is None:
+            finding = self.files[capture] = Finding("capture-loss", WARNING, {"capture": capture},
+                                                    ("file", capture.rsplit("/", 1)[-1]), unit="bytes")
+            finding.value = 0
+            finding.facts.update(kinds=[], date=date, failed=None)
+        return finding
+
     def add(self, row: dict) -> None:
         """A `decode_issues` row (those of a connection are the connection's capture-loss)."""
         capture = row.get("capture")
         if row.get("connection") is not None or capture is None:
             return
-        finding = self.files.get(capture)
-        if finding is None:
-            finding = self.files[capture] = Finding("capture-loss", WARNING, row, ("file", capture.rsplit("/", 1)[-1]), unit="bytes")
-            finding.value = 0
-            finding.facts.update(kinds=[], date=row.get("date"), failed=None)
+        finding = self._file(capture, row.get("date"))
         finding.seen(row.get("ts_ns"))
         finding.value += row.get("bytes_skipped") or 0
         if row.get("issue_kind") not in finding.facts["kinds"]:
@@ -71,24 +77,13 @@ class CaptureDamage:
 
     def failed(self, capture: str, error: str, date) -> None:
         """A file that could not be read at all."""
-        finding = self.files.get(capture)
-        if finding is None:
-            finding = self.files[capture] = Finding("capture-loss", ERROR, {"capture": capture}, ("file", capture.rsplit("/", 1)[-1]),
-                                                    unit="bytes")
-            finding.facts.update(kinds=[], date=date)
+        finding = self._file(capture, date)
         finding.severity = ERROR
         finding.facts["failed"] = error
-        finding.seen(None)
 
     def dropped(self, capture: str, dropped: int, packets: int, date) -> None:
         """The packets a capture file's interface statistics say were dropped."""
-        finding = self.files.get(capture)
-        if finding is None:
-            finding = self.files[capture] = Finding("capture-loss", WARNING, {"capture": capture}, ("file", capture.rsplit("/", 1)[-1]),
-                                                    unit="bytes")
-            finding.value = 0
-            finding.facts.update(kinds=[], date=date, failed=None)
-        finding.facts.update(dropped=dropped, packets=packets)
+        self._file(capture, date).facts.update(dropped=dropped, packets=packets)
 
     def rows(self) -> list[dict]:
         out = []
