@@ -31,13 +31,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
 import tls_twin  # noqa: E402
+from spawn import measured  # noqa: E402
 
 # What is measured: (name, amqpcap's arguments before the file, extra environment, target ratio)
 VIEWS = (("decode --jsonl", ["decode", "--jsonl", "--quiet"], {}, 3.0),
@@ -47,19 +47,12 @@ TLS_TARGET = 0.7  # TLS at least this share of the same view's speed in clear
 
 
 def run(command: list[str], env: dict | None = None) -> tuple[float, int]:
-    """(wall seconds, peak RSS in MB) of one command: the time from starting it to reaping it, its
-    peak memory from the kernel's accounting of that one child (os.wait4). (This used to run each
-    command under a Python process that measured it, whose own start-up, ~20-30 ms, was charged to
-    both tools alike.)"""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env={**os.environ, **env} if env else None)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise subprocess.CalledProcessError(process.returncode, command)
-    return elapsed, usage.ru_maxrss // 1024
+    """(wall seconds, peak RSS in MB) of one command, measured by a small launcher (bench/spawn.py:
+    a child forked from this process would count this process's memory, the captures it read)."""
+    seconds, rss, _, code = measured(command, env)
+    if code != 0:
+        raise subprocess.CalledProcessError(code, command)
+    return seconds, rss
 
 
 def main(argv: list[str] | None = None) -> int:

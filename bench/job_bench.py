@@ -63,6 +63,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
+from spawn import measured  # noqa: E402
 
 PHASES = ("read", "decode", "message_flows", "commit")
 RUN_LINE = re.compile(rb"amqpcap: run \S+: \d+ files")
@@ -273,15 +274,12 @@ def measure_tshark(tshark: str, files: list[Path]) -> dict:
     seconds = rss = cpu = 0.0
     machine = machine_cpu()
     for path in files:
-        start = time.perf_counter()
-        process = subprocess.Popen([tshark, "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "amqp.method.method"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        seconds += time.perf_counter() - start
-        rss, cpu = max(rss, usage.ru_maxrss // 1024), cpu + usage.ru_utime + usage.ru_stime
-        if process.returncode:
-            raise SystemExit(f"tshark failed on {path} with status {process.returncode}")
+        took, peak, used, code = measured([tshark, "-r", str(path), "-Y", "amqp", "-T", "fields", "-e",
+                                           "amqp.method.method"])
+        seconds += took
+        rss, cpu = max(rss, peak), cpu + used
+        if code:
+            raise SystemExit(f"tshark failed on {path} with status {code}")
     return {"seconds": seconds, "rss": int(rss), "cpu": cpu, "others": others_share(machine, machine_cpu(), cpu)}
 
 
