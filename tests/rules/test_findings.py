@@ -18,7 +18,7 @@ LIMITS = Settings().findings
 # Steady traffic of well-behaved clients: nothing here needs anyone's attention (the other samples
 # were recorded to show errors, returns, TLS without keys, or declare transient non-exclusive queues,
 # which RabbitMQ 4.3 refuses).
-HEALTHY = ("concurrent.pcap", "long_connection.pcap.gz", "kombu_gzip.pcap.gz", "bunny_ruby.pcap", "heartbeats.pcap",
+HEALTHY = ("concurrent.pcap", "steady_small_frames.pcap", "long_connection.pcap.gz", "kombu_gzip.pcap.gz", "bunny_ruby.pcap", "heartbeats.pcap",
            "channels_qos_get.pcap", "large_and_pipelined.pcap", "ipv6_pcapng.pcapng", "mid_stream.pcap",
            "abrupt_kill.pcap", "protocol_headers.pcap", "other_protocols.pcap")
 

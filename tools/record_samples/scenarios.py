@@ -830,4 +830,4 @@ def protocol_headers(ctx):
 
 
 # scenarios kept in their own modules register themselves on import
-from . import findings, hops, long_connection, other_clients, protocols, tls  # noqa: E402,F401
+from . import findings, hops, long_connection, other_clients, protocols, steady, tls  # noqa: E402,F401
