@@ -306,13 +306,14 @@ def free_bytes(path: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
-def prepare(folder: Path, gigabytes: float, files: int, seed: int) -> dict | None:
-    """Build (or reuse) the rotated capture and the single file; -> its manifest, None if no room."""
+def prepare(folder: Path, gigabytes: float, files: int, seed: int, shape: str = "mixed") -> dict | None:
+    """Build (or reuse) the rotated capture and the single file of one night (synth.py --shape);
+    -> its manifest, None if no room."""
     manifest_file = folder / "manifest.json"
     if manifest_file.exists():
         manifest = json.loads(manifest_file.read_text())
-        if (manifest.get("files"), manifest.get("seed"), manifest.get("synth")) == (files, seed, synth.VERSION) \
-                and (folder / "single.pcap").exists():
+        if (manifest.get("files"), manifest.get("seed"), manifest.get("synth"), manifest.get("shape", "mixed"),
+                "frames" in manifest) == (files, seed, synth.VERSION, shape, True) and (folder / "single.pcap").exists():
             return manifest
     size = gigabytes * 1e9
     needed = 3.3 * size + 2e9  # both layouts, the job's staging, its lake
@@ -322,11 +323,11 @@ def prepare(folder: Path, gigabytes: float, files: int, seed: int) -> dict | Non
         return None
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    made = synth.synthesise(folder / "rotated", gigabytes * 1000, files, seed)
+    made = synth.synthesise(folder / "rotated", gigabytes * 1000, files, seed, shape=shape)
     began = time.perf_counter()
     synth.join(made.paths, folder / "single.pcap")
-    manifest = {"gigabytes": gigabytes, "files": files, "seed": seed, "synth": synth.VERSION, "bytes": made.bytes,
-                "packets": made.packets, "copies": made.copies, "connections": made.connections,
+    manifest = {"gigabytes": gigabytes, "files": files, "seed": seed, "synth": synth.VERSION, "shape": shape,
+                "bytes": made.bytes, "packets": made.packets, "frames": made.frames, "copies": made.copies, "connections": made.connections,
                 "capture_minutes": made.span_s / 60, "mean_concurrent": made.mean_concurrent,
                 "max_concurrent": made.max_concurrent, "synth_seconds": made.seconds,
                 "join_seconds": time.perf_counter() - began}
@@ -334,14 +335,15 @@ def prepare(folder: Path, gigabytes: float, files: int, seed: int) -> dict | Non
     return manifest
 
 
-def bench_size(gigabytes: float, args, amqpcap: str, tshark: str, root: Path) -> list[dict]:
-    folder = root / f"{gigabytes:g}GB"
-    print(f"\n== {gigabytes:g} GB", flush=True)
-    manifest = prepare(folder, gigabytes, args.files, args.seed)
+def bench_size(gigabytes: float, args, amqpcap: str, tshark: str, root: Path, shape: str = "mixed") -> list[dict]:
+    folder = root / (f"{gigabytes:g}GB" if shape == "mixed" else f"{gigabytes:g}GB-{shape}")
+    print(f"\n== {gigabytes:g} GB, the {shape} night", flush=True)
+    manifest = prepare(folder, gigabytes, args.files, args.seed, shape)
     if manifest is None:
         return []
     megabytes = manifest["bytes"] / 1e6
-    print(f"  input: {megabytes:.0f} MB, {manifest['packets']:,} packets, {manifest['connections']:,} connections "
+    print(f"  input: {megabytes:.0f} MB, {manifest['packets']:,} packets, {manifest['frames']:,} frames, "
+          f"{manifest['connections']:,} connections "
           f"over {manifest['capture_minutes']:.0f} min of capture, {manifest['mean_concurrent']:.0f} open on average "
           f"(max {manifest['max_concurrent']})", flush=True)
     results = []
@@ -365,14 +367,28 @@ def bench_size(gigabytes: float, args, amqpcap: str, tshark: str, root: Path) ->
                     break
             job = min((j for j, _ in pairs), key=lambda j: ("error" not in j, j["wall"]))  # a failure is kept
             theirs = min((t for _, t in pairs), key=lambda t: t["seconds"])
-            row = {"gigabytes": gigabytes, "layout": label, "engine": engine, "store": place, "master": master,
-                   "megabytes": megabytes, "packets": manifest["packets"], "job": job, "tshark": theirs,
+            row = {"gigabytes": gigabytes, "shape": shape, "layout": label, "engine": engine, "store": place,
+                   "master": master, "cores": cores_of(master), "megabytes": megabytes, "packets": manifest["packets"],
+                   "frames": manifest["frames"], "job": job, "tshark": theirs,
                    "pairs": [[j["wall"], t["seconds"]] for j, t in pairs]}
             results.append(row)
             print(describe(row), flush=True)
     if not args.keep:
         shutil.rmtree(folder)
     return results
+
+
+def cores_of(master: str) -> int:
+    """The cores a Spark master runs the job's tasks on (local[N]: N; local[*], a cluster: this machine's)."""
+    found = re.fullmatch(r"local\[(\d+)(?:,\d+)?\]", master)
+    return int(found.group(1)) if found else (1 if master == "local" else os.cpu_count() or 1)
+
+
+def per_core(row: dict, seconds: float, cores: int) -> str:
+    """Packets and frames per second, and per core."""
+    packets, frames = row["packets"] / seconds, row.get("frames", 0) / seconds
+    return (f"{packets:,.0f} packets/s, {frames:,.0f} frames/s ({packets / cores:,.0f} packets/s and "
+            f"{frames / cores:,.0f} frames/s per core of {cores})")
 
 
 def describe(row: dict) -> str:
@@ -388,9 +404,11 @@ def describe(row: dict) -> str:
         text = (f"{head} amqpcap run {job['wall']:7.1f} s {megabytes / job['wall']:6.1f} MB/s  (start-up "
                 f"{job['startup']:.1f}, {phases}, shutdown {job['shutdown']:.1f} s)  peak RSS driver "
                 f"{peaks['driver']} MB, JVM {peaks['jvm']} MB, largest worker {peaks['worker']} MB; "
-                f"CPU {job['cpu']:.0f} s, other processes {job['others']:.0%} of the CPUs")
+                f"CPU {job['cpu']:.0f} s, other processes {job['others']:.0%} of the CPUs"
+                f"\n{' ' * 11}{per_core(row, job['wall'], row.get('cores', 2))}")
     text += (f"\n{' ' * 11}tshark      {theirs['seconds']:7.1f} s {megabytes / theirs['seconds']:6.1f} MB/s  "
-             f"peak RSS {theirs['rss']} MB; other processes {theirs['others']:.0%} of the CPUs")
+             f"peak RSS {theirs['rss']} MB; other processes {theirs['others']:.0%} of the CPUs"
+             f"\n{' ' * 11}{per_core(row, theirs['seconds'], 1)}")
     if "error" not in job:
         text += f"\n{' ' * 11}tshark time / job time: {theirs['seconds'] / job['wall']:.2f}x"
         pairs = row.get("pairs", [])
@@ -414,7 +432,7 @@ def table(rows: list[dict]) -> str:
             cells = [f"{job['wall']:.1f}", f"{mb / job['wall']:.1f}", f"{job['cpu']:.0f}", f"{job['startup']:.1f}",
                      *(f"{job['phases'][n]:.1f}" for n in PHASES), f"{job['shutdown']:.1f}"]
         ratio = f"{theirs['seconds'] / job['wall']:.2f}x" if "error" not in job else "-"
-        lines.append("| " + " | ".join([f"{row['gigabytes']:g} GB", row["layout"], f"{mb:.0f}", *cells,
+        lines.append("| " + " | ".join([f"{row['gigabytes']:g} GB {row.get('shape', 'mixed')}", row["layout"], f"{mb:.0f}", *cells,
                                          str(p["driver"]), str(p["jvm"]), str(p["worker"]),
                                          f"{theirs['seconds']:.1f}", f"{mb / theirs['seconds']:.1f}",
                                          str(theirs["rss"]), ratio,
@@ -422,13 +440,18 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _series(row: dict) -> str:
+    """The rows one scaling line compares: one night's, one layout's."""
+    return f"{row.get('shape', 'mixed')} night, {row['layout']}"
+
+
 def scaling(rows: list[dict], reference: float = 2.0, tolerance: float = 0.15) -> str:
     lines = [f"Scaling: the job's seconds per GB relative to the {reference:g} GB run's (linear within "
              f"{tolerance:.0%}?) on the wall time / on the phases alone (no start-up, shutdown) / on its CPU time "
              "(the least disturbed by other processes)"]
     measures = {"wall": lambda j: j["wall"], "phases": lambda j: sum(j["phases"].values()), "cpu": lambda j: j["cpu"]}
-    for layout in dict.fromkeys(r["layout"] for r in rows):
-        ok = [r for r in rows if r["layout"] == layout and "error" not in r["job"]]
+    for layout in dict.fromkeys(_series(r) for r in rows):  # (each night's layouts on their own)
+        ok = [r for r in rows if _series(r) == layout and "error" not in r["job"]]
         ref = next((r for r in ok if r["gigabytes"] == reference), None)
         if ref is None:
             lines.append(f"  {layout}: no successful {reference:g} GB run to compare with")
@@ -439,7 +462,7 @@ def scaling(rows: list[dict], reference: float = 2.0, tolerance: float = 0.15) -
         for r in ok:
             ratios = {m: per_gb(r, m) / per_gb(ref, m) for m in measures}
             verdict = "linear" if abs(ratios["phases"] - 1) <= tolerance else "NOT linear"
-            lines.append(f"  {layout:8} {r['gigabytes']:4g} GB: {per_gb(r, 'wall'):5.1f} s/GB, "
+            lines.append(f"  {layout} {r['gigabytes']:4g} GB: {per_gb(r, 'wall'):5.1f} s/GB, "
                          + " / ".join(f"{ratios[m]:.2f}" for m in measures) + f"  {verdict} (phases)")
     lines.append(affine(rows, measures, tolerance))
     return "\n".join(lines)
@@ -451,8 +474,8 @@ def affine(rows: list[dict], measures: dict, tolerance: float) -> str:
     squares line seconds = fixed + rate x GB over every size, and each size's distance from it."""
     lines = ["Fit: seconds = fixed + rate x GB over all sizes (least squares); each size's measured value "
              "against the line's (linear within " + f"{tolerance:.0%}?)"]
-    for layout in dict.fromkeys(r["layout"] for r in rows):
-        ok = [r for r in rows if r["layout"] == layout and "error" not in r["job"]]
+    for layout in dict.fromkeys(_series(r) for r in rows):  # (each night's layouts on their own)
+        ok = [r for r in rows if _series(r) == layout and "error" not in r["job"]]
         if len({r["gigabytes"] for r in ok}) < 3:
             lines.append(f"  {layout}: fewer than 3 sizes to fit")
             continue
@@ -481,6 +504,9 @@ def standalone_master(stack, root: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="0.5,1,2,4", help="capture sizes in GB, comma-separated")
+    parser.add_argument("--shapes", default=",".join(synth.SHAPES),
+                        help="the nights (synth.py --shape), comma-separated: mixed (mostly large bodies), small "
+                             "(mostly small frames)")
     parser.add_argument("--big", type=float, help="one more, larger size in GB (e.g. 10)")
     parser.add_argument("--files", type=int, default=16, help="files of the rotated layout")
     parser.add_argument("--layouts", default="rotated,single", help="rotated, single or both")
@@ -527,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
         args.masters_open = {m: standalone_master(stack, root) if m == "standalone" else m for m in masters}
         try:
             for size in sizes:
-                rows += bench_size(size, args, amqpcap, tshark, root)
+                for shape in (x.strip() for x in args.shapes.split(",") if x.strip()):
+                    rows += bench_size(size, args, amqpcap, tshark, root, shape)
                 if args.json:
                     args.json.write_text(json.dumps(rows, indent=2))
         finally:

@@ -1,9 +1,20 @@
 """Build a realistic nightly capture from the recorded samples: many overlapping connections, varied bodies.
 
-    python bench/synth.py OUT --mb 2000 [--files 16] [--seed 1] [--rate 1.0] [--stretch 4,24]
+    python bench/synth.py OUT --mb 2000 [--files 16] [--seed 1] [--rate 1.0] [--stretch 4,24] [--shape small]
 
 Sources: the real recordings in data/samples/ (Ethernet pcap and pcap.gz; not crafted/, not
-heartbeats.pcap, whose mix is almost only heartbeats). Each sample is decoded once with the project's
+heartbeats.pcap, whose mix is almost only heartbeats). Two nights (--shape):
+
+- `mixed` (the default, the benchmarks' first night): every sample but steady_small_frames. Most of
+  its bytes are large bodies (large_and_pipelined, long_connection), on which tshark is fast.
+- `small`: a broker's steady traffic, mostly small frames, on which every per-frame cost shows: the
+  samples whose frame bytes are mostly in frames under 1 kB (steady_small_frames, a long publisher
+  with confirms and a consumer acking, is most of them; acks, multiple acks, confirms, small
+  publishes and deliveries, heartbeats and a few 40 kB bodies; SMALL_WEIGHT copies of it per
+  round, so that it is most of the bytes and the short connections of the others sit beside it),
+  and none of the large-body ones.
+
+Each sample is decoded once with the project's
 decoder into a template: its packets, the client address of every packet, and where every content
 body frame's payload lies in those packets (the decoder's `body` records give the frame's stream
 offset and size; TCP segments are placed on the same stream offsets by feeding them through the
@@ -61,6 +72,10 @@ from amqpcap.settings import Settings  # noqa: E402
 
 SAMPLES = ROOT / "data" / "samples"
 EXCLUDED = {"heartbeats.pcap"}  # almost only heartbeats
+SHAPES = ("mixed", "small")
+SMALL_SAMPLE = "steady_small_frames.pcap"  # the small night's own: not in the mixed one (which it would change)
+SMALL_FRAME = 1000  # bytes: a small frame is shorter
+SMALL_WEIGHT = 4  # copies of SMALL_SAMPLE per round of the small night (the others: one each)
 AMQP_PORT = 5672
 ETHERNET, IP_OFFSET = 1, 14
 LONG_NS = 20 * 10**9  # samples at least this long are stretched
@@ -91,6 +106,8 @@ class Template:
     max_body: int = 0
     issues: Counter = field(default_factory=Counter)  # the sample's own decode issues, by kind
     contents: Counter = field(default_factory=Counter)  # content methods by `complete`
+    frames: int = 0  # AMQP frames (methods, content headers and bodies, heartbeats)
+    small_share: float = 0.0  # of the frames' bytes, the share in frames under SMALL_FRAME bytes
 
     @property
     def size(self) -> int:
@@ -102,8 +119,19 @@ class Template:
 
 
 def sample_paths() -> list[Path]:
+    """Every sample either night may use."""
     paths = sorted(p for p in SAMPLES.iterdir() if p.name.endswith((".pcap", ".pcap.gz")) and p.name not in EXCLUDED)
     return [p for p in paths if all(link == ETHERNET for _, link, _ in read_records(str(p)))]
+
+
+def shaped(templates: list["Template"], shape: str) -> list["Template"]:
+    """The templates of one night (--shape)."""
+    if shape == "mixed":
+        return [t for t in templates if t.name != SMALL_SAMPLE]
+    if shape == "small":  # (steady traffic most of the bytes, short connections beside it)
+        return [t for t in templates if t.small_share >= 0.5 and t.name != SMALL_SAMPLE] \
+            + [t for t in templates if t.name == SMALL_SAMPLE] * SMALL_WEIGHT
+    raise ValueError(f"no night shaped {shape!r} (one of {', '.join(SHAPES)})")
 
 
 def load_template(path: Path) -> Template:
@@ -200,10 +228,12 @@ def load_template(path: Path) -> Template:
             i += 1
         patches.append(tuple(found))
     times = np.maximum.accumulate(np.array([ts for ts, _, _ in captured], dtype=np.int64) - first)
+    sizes = [r["size"] for r in records if r["kind"] in ("method", "header", "body", "heartbeat")]
     return Template(path.name, [data for _, _, data in captured], times, client, patches, client_ips,
                     [tuple(s) for s in spans], len(keys), patched, max_body,
                     Counter(r["issue_kind"] for r in records if r["kind"] == "issue"),
-                    Counter(r["message"]["complete"] for r in records if r.get("message")))
+                    Counter(r["message"]["complete"] for r in records if r.get("message")),
+                    len(sizes), sum(x for x in sizes if x < SMALL_FRAME) / max(sum(sizes), 1))
 
 
 def text_pool(seed: int, size: int = POOL_BYTES) -> bytes:
@@ -319,6 +349,7 @@ class Result:
     max_concurrent: int
     seconds: float
     plan: Plan
+    frames: int  # AMQP frames in it (each copy's sample's)
 
 
 def copy_of(p: Plan, client: str) -> int:
@@ -329,10 +360,12 @@ def copy_of(p: Plan, client: str) -> int:
 
 
 def synthesise(out: Path, megabytes: float, files: int = 1, seed: int = 1, rate: float = 1.0,
-               stretch: tuple[float, float] = (4.0, 24.0), templates: list[Template] | None = None) -> Result:
-    """Write the capture (files == 1: the file `out`; else `out`/part-NNN.pcap)."""
+               stretch: tuple[float, float] = (4.0, 24.0), templates: list[Template] | None = None,
+               shape: str = "mixed") -> Result:
+    """Write the capture (files == 1: the file `out`; else `out`/part-NNN.pcap). `templates`: every
+    sample's (loaded once by a caller that makes several nights), of which the shape's are used."""
     began = time.perf_counter()
-    templates = templates if templates is not None else [load_template(p) for p in sample_paths()]
+    templates = shaped(templates if templates is not None else [load_template(p) for p in sample_paths()], shape)
     p = plan(templates, int(megabytes * 1e6) - len(PCAP_HEADER) * files, seed, rate, stretch)
     pool = text_pool(seed)
     reach = len(pool) - max(t.max_body for t in templates) - 1
@@ -396,7 +429,7 @@ def synthesise(out: Path, megabytes: float, files: int = 1, seed: int = 1, rate:
     mean, peak = concurrency(p)
     return Result(paths[:opened], written + len(PCAP_HEADER) * opened, len(ts_all), len(p.template),
                   int(p.connection[-1] + len(templates[p.template[-1]].client_ips)), p.span / 1e9, mean, peak,
-                  time.perf_counter() - began, p)
+                  time.perf_counter() - began, p, sum(templates[t].frames for t in copy_template))
 
 
 def join(parts: list[Path], out: Path) -> None:
@@ -419,17 +452,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rate", type=float, default=1.0, help="capture rate, MB per second of capture time")
     parser.add_argument("--stretch", default="4,24", help="time stretch of the long samples: min,max factor")
+    parser.add_argument("--shape", choices=SHAPES, default="mixed",
+                        help="the night: mixed (every sample: mostly large bodies) or small (small frames)")
     parser.add_argument("--list", action="store_true", help="only list the samples used and their templates")
     args = parser.parse_args(argv)
-    templates = [load_template(p) for p in sample_paths()]
+    templates = shaped([load_template(p) for p in sample_paths()], args.shape)
     for t in templates:
         print(f"  {t.name:26} {t.size / 1e3:8.1f} kB {len(t.packets):5} packets {len(t.client_ips):3} connections "
-              f"{t.duration / 1e9:6.2f} s  bodies {t.body_bytes / 1e3:8.1f} kB in {t.messages} messages")
+              f"{t.duration / 1e9:6.2f} s  bodies {t.body_bytes / 1e3:8.1f} kB in {t.messages} messages, "
+              f"{t.frames} frames ({t.small_share:.0%} of their bytes in frames under {SMALL_FRAME} bytes)")
     if args.list:
         return 0
     low, high = (float(x) for x in args.stretch.split(","))
-    r = synthesise(args.out, args.mb, args.files, args.seed, args.rate, (low, high), templates)
-    print(f"wrote {len(r.paths)} file(s) in {args.out}: {r.bytes / 1e6:.1f} MB, {r.packets} packets, "
+    r = synthesise(args.out, args.mb, args.files, args.seed, args.rate, (low, high), templates, args.shape)
+    print(f"wrote {len(r.paths)} file(s) in {args.out}: {r.bytes / 1e6:.1f} MB, {r.packets} packets, {r.frames} frames, "
           f"{r.copies} copies, {r.connections} connections over {r.span_s / 60:.1f} min of capture, "
           f"{r.mean_concurrent:.0f} connections open on average (max {r.max_concurrent}), in {r.seconds:.1f} s")
     return 0
