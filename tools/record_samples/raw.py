@@ -320,6 +320,21 @@ class RawClient:
             raise ProtocolError("bad frame end")
         return Frame(t, ch, payload)
 
+    def confirms_until(self, tag: int) -> tuple[int, int]:
+        """Read the broker's publisher confirms until one covers delivery tag `tag` (how many the
+        broker sends, and with multiple=1, depends on timing): -> (basic.ack frames, of them with
+        multiple=1). The caller states them in its expectations."""
+        covered = frames = multiple_frames = 0
+        while covered < tag:
+            f = self.recv_frame()
+            if f.type != FRAME_METHOD:
+                continue
+            assert f.name == "basic.ack", f.name
+            covered, multiple = f.args
+            frames += 1
+            multiple_frames += multiple
+        return frames, multiple_frames
+
     def expect(self, name: str, channel: int | None = None, code: int | None = None) -> Frame:
         """Read the next method frame (skipping heartbeats) and require it to be `name`."""
         while True:

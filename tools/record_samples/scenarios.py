@@ -213,14 +213,7 @@ def confirms(ctx):
     r.rpc(1, "confirm.select", False)
     burst = b"".join(r.publish(1, "", q, f"burst {i:02d}".encode(), flush=False) for i in range(50))
     r.send_raw(burst)
-    covered, frames, multi = 0, 0, 0
-    while covered < 50:
-        f = r.recv_frame()
-        if f.type != 1:
-            continue
-        assert f.name == "basic.ack", f.name
-        tag, multiple = f.args
-        frames += 1; multi += multiple; covered = tag
+    frames, multi = r.confirms_until(50)
     exp.s("basic.ack", frames)
     exp.msg("confirm_acks", frames); exp.msg("confirmed_messages", 50)
     r.close()

@@ -51,14 +51,8 @@ def steady_small_frames(ctx):
     for start in range(0, MESSAGES, BURST):
         end = min(start + BURST, MESSAGES)
         r.send_raw(b"".join(r.publish(1, "", q, _body(rng, i), props, flush=False) for i in range(start, end)))
-        covered = start
-        while covered < end:  # delivery tags are 1-based: tag == end covers the burst
-            f = r.recv_frame()
-            if f.type != 1:
-                continue
-            assert f.name == "basic.ack", f.name
-            tag, multiple = f.args
-            confirm_frames += 1; confirm_multiple += multiple; covered = tag
+        frames, multiple = r.confirms_until(end)  # (delivery tags are 1-based: tag `end` covers the burst)
+        confirm_frames += frames; confirm_multiple += multiple
         con.process_data_events(time_limit=0)
         while len(got) - acked >= ACK_BATCH or (end == MESSAGES and acked < MESSAGES):
             pump(con, lambda: len(got) >= min(acked + ACK_BATCH, MESSAGES))
