@@ -59,6 +59,9 @@ GROUP_BYTES = 16 << 20
 # Batches' worth of rows held as Python objects, all tables together: a decode task makes rows of
 # some 16 tables; held a batch each, they were its largest Python data, more filling as a night grew.
 HELD_BATCHES = 2
+# A string column is written with a dictionary when its first batch has at most this many distinct
+# values per value (amqpcap.lake.tablefiles.repeating_strings)
+DICTIONARY_SHARE = 0.5
 
 
 def filesystem_of(root: str) -> tuple[pafs.FileSystem, str]:
@@ -204,7 +207,7 @@ class TableFiles:
                 relative = f"date={day}/part-{self.run_id[:8]}-{self.tag}{uuid.uuid4().hex[:12]}.parquet"
                 path = f"{self.root}/{name}/{relative}"
                 self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                file = self.writers[key] = _File(_parquet_writer(path, part.schema, self.filesystem), relative)
+                file = self.writers[key] = _File(_parquet_writer(path, part, self.filesystem), relative)
             key_column = table.replace_key
             if key_column in part.schema.names:  # the distinct keys, in C++ rather than a loop over rows
                 file.captures.update(v for v in pc.unique(part.column(key_column)).to_pylist() if v is not None)
@@ -247,12 +250,27 @@ class _File:
         self.held_bytes = 0
 
 
-def _parquet_writer(path: str, schema: pa.Schema, filesystem: pafs.FileSystem) -> pq.ParquetWriter:
-    """zstd; dictionary pages for the string columns only (names, exchanges, queues: few values,
-    many times). Numbers, times and bytes are mostly distinct: trying a dictionary on them cost a
-    fifth of the writing and made the files larger."""
-    strings = [field.name for field in schema if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)]
-    return pq.ParquetWriter(path, schema, filesystem=filesystem, compression="zstd", use_dictionary=strings)
+def _parquet_writer(path: str, first: pa.RecordBatch, filesystem: pafs.FileSystem) -> pq.ParquetWriter:
+    """zstd; dictionary pages for the string columns whose values repeat (names, exchanges, queues,
+    methods), as the file's first batch shows them. Numbers, times and bytes are mostly distinct:
+    trying a dictionary on them cost a fifth of the writing and made the files larger; so it did on
+    the strings that are nearly one per row (message keys, body digests, message ids, JSON of
+    arguments): Parquet hashes every value into the dictionary until it outgrows its page, then
+    writes them plain anyway (the small-frame night: 3 % larger files, 10 % longer to write)."""
+    return pq.ParquetWriter(path, first.schema, filesystem=filesystem, compression="zstd",
+                            use_dictionary=repeating_strings(first))
+
+
+def repeating_strings(batch: pa.RecordBatch) -> list[str]:
+    """The batch's string columns with at most DICTIONARY_SHARE distinct values per value."""
+    chosen = []
+    for field, column in zip(batch.schema, batch.columns):
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            continue
+        values = len(column) - column.null_count
+        if values and pc.count_distinct(column).as_py() <= DICTIONARY_SHARE * values:
+            chosen.append(field.name)
+    return chosen
 
 
 def arrow_column(values, arrow_type: pa.DataType) -> pa.Array:

@@ -119,20 +119,48 @@ def test_batches_are_held_as_arrow_until_a_row_group_is_big_enough(tmp_path, mon
     assert json.loads(written.stats) == tablefiles.stats(metadata) and written.rows == len(rows)
 
 
-def test_only_string_columns_are_dictionary_encoded(tmp_path):
+def test_only_string_columns_whose_values_repeat_are_dictionary_encoded(tmp_path):
+    """A string column is written with a dictionary when its values repeat (methods, the run id),
+    plain when they are nearly one per row (here the arguments' JSON, one per frame); numbers never."""
+    rows = _frames_of_one_day()
+    for i, row in enumerate(rows):
+        row.args_json = f'{{"delivery_tag": {i}}}'
     writer = TableFiles(str(tmp_path), "run-1")
-    for row in _frames_of_one_day():
+    for row in rows:
         writer.add(FRAMES, row)
     [written] = writer.close()
     group = pq.read_metadata(tmp_path / "frames" / written.path).row_group(0)
     encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+
+    def dictionary(name):
+        return bool({"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & set(encodings[name]))
     schema = FRAMES.arrow(("date",))
-    strings = {f.name for f in schema if pa.types.is_string(f.type)}
-    assert {"method", "run_id"} <= strings
-    for name in strings:
-        assert "RLE_DICTIONARY" in encodings[name] or "PLAIN_DICTIONARY" in encodings[name], name
+    for field in schema:
+        if not pa.types.is_string(field.type):
+            assert not dictionary(field.name), field.name
+            continue
+        values = [getattr(row, field.name) if field.name != "run_id" else "run-1" for row in rows]
+        present = [value for value in values if value is not None]
+        repeats = bool(present) and len(set(present)) <= tablefiles.DICTIONARY_SHARE * len(present)
+        assert dictionary(field.name) == repeats, field.name
+    assert dictionary("method") and dictionary("run_id") and not dictionary("args_json")
     for name in ("ts_ns", "connection_seq"):
-        assert not {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & set(encodings[name]), name
+        assert not dictionary(name), name
+    # the same rows whatever the encoding
+    expected = rows_to_batch(FRAMES, [r.as_dict() for r in rows], {"run_id": "run-1"}, without=("date",))
+    assert pq.read_table(tmp_path / "frames" / written.path).equals(pa.Table.from_batches([expected]))
+
+
+def test_repeating_strings_are_the_string_columns_with_few_distinct_values():
+    batch = pa.RecordBatch.from_pydict({
+        "few": pa.array(["a", "b", "a", "a", None, "b"]),  # 2 distinct of 5
+        "half": pa.array(["a", "b", "a", "b", "c", "d"]),  # 4 distinct of 6: more than half
+        "unique": pa.array(["k1", "k2", "k3", "k4", "k5", "k6"]),
+        "empty": pa.array([None] * 6, pa.string()),
+        "numbers": pa.array([1, 1, 1, 1, 1, 1]),
+        "large": pa.array(["x"] * 6, pa.large_string()),
+    })
+    assert tablefiles.repeating_strings(batch) == ["few", "large"]
 
 
 def test_rows_given_in_arrow_follow_the_rows_added_before_them_per_date(tmp_path):
