@@ -32,7 +32,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # (before numpy is imported:
 sys.path.insert(0, str(Path(__file__).parent))
 import synth  # noqa: E402
 
-from amqpcap.columnar.columns import TableColumns  # noqa: E402
 from amqpcap.connection.decoder import CaptureDecoder  # noqa: E402
 from amqpcap.lake.tablefiles import TableFiles  # noqa: E402
 from amqpcap.onepass.carry import CarryingDecoder  # noqa: E402
@@ -48,18 +47,16 @@ def one_pass(path: Path, layer: str, out: Path) -> tuple[float, int]:
     runs a task)."""
     settings = Settings()
     source = str(path)
-    writer = None
     if layer == "parquet":
         shutil.rmtree(out, ignore_errors=True)
         writer = TableFiles(str(out), "bench", batch_rows=settings.spark.arrow_batch_rows)
         add = writer.add
     elif layer == "columns":
-        files = TableFiles(str(out), "bench", batch_rows=settings.spark.arrow_batch_rows)
-        # the task's column buffers (its tables' layouts, batch size and budget), each full batch dropped
-        columns = TableColumns(files._names, lambda table: columns.buffers[table.name].take(),
-                               files.columns.batch_rows, files.columns.held_rows,
-                               kinds_of=lambda table: files.layouts[table.name].kinds)
-        add = columns.add
+        writer = TableFiles(str(out), "bench", batch_rows=settings.spark.arrow_batch_rows)
+        # the task's column buffers (its tables' layouts, batch size and budget), each full batch
+        # taken and dropped rather than written (TableColumns calls the writer's _flush)
+        writer._flush = lambda name: writer.columns.buffers[name].take()
+        add = writer.add
     else:
         add = slice  # (rows dropped by a C call that keeps nothing: a Python no-op would be timed as a layer)
 
@@ -81,8 +78,7 @@ def one_pass(path: Path, layer: str, out: Path) -> tuple[float, int]:
         if layer == "parquet":
             writer.close()
     seconds = time.perf_counter() - start
-    # (frames as `amqpcap decode` counts them: every record but issues and protocol headers)
-    return seconds, sum(n for kind, n in decoder.stats.records.items() if kind not in ("issue", "protocol-header"))
+    return seconds, decoder.stats.frames()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -278,7 +278,7 @@ def _write_all(fd: int, parts: list) -> None:
 
 
 def _summary(stats, order: TimeOrder | None) -> None:
-    frames = sum(n for kind, n in stats.records.items() if kind not in ("issue", "protocol-header"))
+    frames = stats.frames()
     print(f"amqpcap: {len(stats.captures)} captures read, {len(stats.failed)} failed; "
           f"{stats.packets} packets, {stats.tcp_segments} TCP segments; connections: "
           f"{dict(stats.connections) or 0}; {frames} frames; "

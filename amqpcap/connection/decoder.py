@@ -48,6 +48,10 @@ class DecodeStats(msgspec.Struct, dict=True):  # (a Struct: made in C at import,
     issues: Counter = field(default_factory=Counter)  # issue_kind -> count
     bytes_skipped: int = 0
 
+    def frames(self) -> int:
+        """The AMQP frames decoded: every record but issues and protocol headers."""
+        return sum(n for kind, n in self.records.items() if kind not in ("issue", "protocol-header"))
+
 
 def connection_id(a: str, b: str, first_ts_ns: int) -> str:
     """Stable across reruns and independent of which side is the client."""
