@@ -52,7 +52,7 @@ INTERPRETED = ("--jsonl interpreted", ["decode", "--jsonl", "--quiet"], {"AMQPCA
 TLS_TARGET = 0.7  # TLS at least this share of the same view's speed in clear
 # The TLS twin without its key log: every connection accounted (handshakes, records, bytes), none
 # decrypted; what TLS costs before any key is used (the split --tls prints)
-NO_KEYS = ("decode --jsonl TLS, no keys", ["decode", "--jsonl", "--quiet"], {}, {})
+NO_KEYS = (f"{VIEWS[0][0]} TLS, no keys", VIEWS[0][1], {}, {})
 
 
 def run(command: list[str], env: dict | None = None) -> tuple[float, int]:
