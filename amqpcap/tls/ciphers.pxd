@@ -27,6 +27,28 @@ cdef inline bytes _be64(long long seq):
     return PyBytes_FromStringAndSize(out, 8)
 
 
+cdef extern from *:
+    """
+    /* A bytes object no one else holds (a cipher's fresh output) cut to its first n bytes where it
+       is, as _PyBytes_Resize does before it reallocates: no copy. 0: it is shared (the empty
+       bytes, say), the caller slices instead. */
+    static CYTHON_INLINE int amqpcap_cut_in_place(PyObject *b, Py_ssize_t n) {
+        if (Py_REFCNT(b) != 1 || !PyBytes_CheckExact(b) || n < 0 || n > PyBytes_GET_SIZE(b)) return 0;
+        Py_SET_SIZE(b, n);
+        PyBytes_AS_STRING(b)[n] = '\\0';
+        return 1;
+    }
+    """
+    bint amqpcap_cut_in_place(object b, Py_ssize_t n)
+
+
+cdef inline bytes _cut(bytes data, Py_ssize_t end):
+    """data[:end], in place when `data` is the caller's alone."""
+    if amqpcap_cut_in_place(data, end):
+        return data
+    return data[:end]
+
+
 cpdef bytes _nonce(bytes iv, long long seq)
 cpdef bytes _seq_bytes(long long seq)
 

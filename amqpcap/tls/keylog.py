@@ -92,36 +92,60 @@ def _restored(secrets: dict, sources: int) -> KeyLog:
 
 
 def parse_key_log(text: str, source: str, into: KeyLog | None = None) -> KeyLog:
-    """The lines of one key log (`source` names it in errors)."""
+    """The lines of one key log (`source` names it in errors). A line of a label this decoder uses,
+    with a client random and a secret of their sizes, is taken as it is (a night's key log has
+    tens of thousands); any other line is checked by `_other_line`, which says what is wrong."""
     keys = into if into is not None else KeyLog()
+    secrets = keys.secrets
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
         fields = line.split()
-        if len(fields) != 3:
-            raise KeyLogError(source, number, f"{len(fields)} fields where a key log line has 3 "
-                                              "(label, client random, secret)")
-        label, random_hex, secret_hex = fields
-        if not label.replace("_", "").isalnum() or not label.isupper():
-            raise KeyLogError(source, number, "the first field is not a key log label (such as CLIENT_RANDOM)")
-        if label in OTHER_LABELS or label not in SECRET_SIZES:
-            if label == "RSA" or label.startswith(("RSA", "PMS")):
-                continue  # Wireshark's own forms, with other fields: not ours to check
-            if len(random_hex) != 2 * RANDOM_BYTES or not _is_hex(random_hex):
-                raise KeyLogError(source, number, "neither a label this decoder uses nor a client random after "
-                                                  "another (a key log line is: label, client random, secret)")
-            continue  # a label of another tool's (ECH, exporters...): read, not used
-        client_random = _hex(random_hex, source, number, "client random")
-        if len(client_random) != RANDOM_BYTES:
-            raise KeyLogError(source, number, f"the client random has {len(client_random)} bytes, not {RANDOM_BYTES}")
-        secret = _hex(secret_hex, source, number, "secret")
-        if len(secret) not in SECRET_SIZES[label]:
-            raise KeyLogError(source, number, f"a {label} secret of {len(secret)} bytes (expected "
-                                              f"{' or '.join(map(str, SECRET_SIZES[label]))})")
-        keys.add(client_random, label, secret)
+        if len(fields) == 3:
+            label, random_hex, secret_hex = fields
+            sizes = SECRET_SIZES.get(label)
+            if sizes is not None and len(random_hex) == 2 * RANDOM_BYTES and len(secret_hex) // 2 in sizes:
+                try:
+                    client_random, secret = bytes.fromhex(random_hex), bytes.fromhex(secret_hex)
+                except ValueError:
+                    pass  # (told by _other_line)
+                else:
+                    found = secrets.get(client_random)
+                    if found is None:
+                        found = secrets[client_random] = {}
+                    found[label] = secret
+                    continue
+        _other_line(keys, line, source, number)
     keys.sources += 1
     return keys
+
+
+def _other_line(keys: KeyLog, line: str, source: str, number: int) -> None:
+    """A line the fast path of parse_key_log did not take: a blank or a comment, a label of another
+    tool's, or a line in error (KeyLogError); a good line of ours is added all the same."""
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return
+    fields = line.split()
+    if len(fields) != 3:
+        raise KeyLogError(source, number, f"{len(fields)} fields where a key log line has 3 "
+                                          "(label, client random, secret)")
+    label, random_hex, secret_hex = fields
+    if not label.replace("_", "").isalnum() or not label.isupper():
+        raise KeyLogError(source, number, "the first field is not a key log label (such as CLIENT_RANDOM)")
+    if label in OTHER_LABELS or label not in SECRET_SIZES:
+        if label == "RSA" or label.startswith(("RSA", "PMS")):
+            return  # Wireshark's own forms, with other fields: not ours to check
+        if len(random_hex) != 2 * RANDOM_BYTES or not _is_hex(random_hex):
+            raise KeyLogError(source, number, "neither a label this decoder uses nor a client random after "
+                                              "another (a key log line is: label, client random, secret)")
+        return  # a label of another tool's (ECH, exporters...): read, not used
+    client_random = _hex(random_hex, source, number, "client random")
+    if len(client_random) != RANDOM_BYTES:
+        raise KeyLogError(source, number, f"the client random has {len(client_random)} bytes, not {RANDOM_BYTES}")
+    secret = _hex(secret_hex, source, number, "secret")
+    if len(secret) not in SECRET_SIZES[label]:
+        raise KeyLogError(source, number, f"a {label} secret of {len(secret)} bytes (expected "
+                                          f"{' or '.join(map(str, SECRET_SIZES[label]))})")
+    keys.add(client_random, label, secret)
 
 
 def _is_hex(text: str) -> bool:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from amqpcap.cli import main
-from amqpcap.tls.keylog import CLIENT_TRAFFIC, MASTER_SECRET, KeyLogError, parse_key_log, read_key_logs
+from amqpcap.tls import keylog
+from amqpcap.tls.keylog import CLIENT_TRAFFIC, MASTER_SECRET, KeyLog, KeyLogError, parse_key_log, read_key_logs
 from tests.helpers.samples import SAMPLES
 
 RANDOM = bytes(range(32))
@@ -50,6 +51,33 @@ def test_a_line_that_does_not_parse_names_its_file_and_line_never_its_secret(tex
         parse_key_log("# ok\n" + line(MASTER_SECRET, MASTER) + "\n" + text + "\n", "night.keys")
     assert str(raised.value) == f"key log night.keys, line 3: {why}"
     assert MASTER.hex() not in str(raised.value) and TRAFFIC.hex()[:16] not in str(raised.value)
+
+
+GOOD = line(CLIENT_TRAFFIC, TRAFFIC)
+
+
+@pytest.mark.parametrize("text", [
+    GOOD, GOOD.upper().replace("CLIENT_TRAFFIC_SECRET_0", CLIENT_TRAFFIC), GOOD.replace(" ", "\t"),
+    GOOD.replace(" ", "  ", 1), " " + GOOD + " \r", GOOD + "0", GOOD[:-1], GOOD[:-1] + "g", GOOD + "00" * 16,
+    line(CLIENT_TRAFFIC, TRAFFIC + TRAFFIC[:16]), line(CLIENT_TRAFFIC, TRAFFIC[:31]), line(MASTER_SECRET, TRAFFIC),
+    line(MASTER_SECRET, MASTER), line(MASTER_SECRET, MASTER, bytes(33)), GOOD.replace(RANDOM.hex(), RANDOM.hex()[:-1]),
+    GOOD.replace(RANDOM.hex()[:2], "0x", 1), "CLIENT_TRAFFIC_SECRET_0 " + "00" * 32, GOOD + " extra",
+    line("EXPORTER_SECRET", TRAFFIC), "# " + GOOD, "",
+])
+def test_the_fast_reading_agrees_with_the_careful_one(text):
+    """parse_key_log takes a well-formed line of ours at once and leaves every other to the careful
+    reading (keylog._other_line), which says what is wrong: on any line both give the same."""
+    careful = KeyLog()
+    try:
+        keylog._other_line(careful, text, "k", 1)
+        expected = careful.secrets
+    except KeyLogError as error:
+        expected = str(error)
+    try:
+        got = parse_key_log(text, "k").secrets
+    except KeyLogError as error:
+        got = str(error)
+    assert got == expected
 
 
 def test_files_directories_and_globs(tmp_path):
