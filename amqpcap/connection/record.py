@@ -44,6 +44,8 @@ END_SHAPE = ("kind", "connection", "summary")
 TLS_SHAPES = {kind: COMMON + ("tls",) + keys for kind, keys in KIND_KEYS.items() if kind != "connection-end"}
 TLS_METHOD_MESSAGE = TLS_SHAPES["method"] + ("message",)
 TLS_OF = {SHAPES[kind]: shape for kind, shape in TLS_SHAPES.items()}
+# A TLS connection's connection-end: its facts, then its handshake's ("tls": the tls_connections row)
+TLS_CONNECTION_END = SHAPES[CONNECTION_END] + ("tls",)
 
 # every key that is a field, and the field's name where it differs
 FIELDS = frozenset(COMMON + ("tls", "method", "class_id", "method_id", "args", "message", "class", "weight", "body_size",

@@ -9,7 +9,7 @@ ended makes it `heartbeat-timeout` (the same rule as the `connections` table's e
 
 from __future__ import annotations
 
-from amqpcap.connection.record import CONNECTION_END, Record, as_record, new_record
+from amqpcap.connection.record import CONNECTION_END, TLS_CONNECTION_END, Record, as_record, new_record
 from amqpcap.protocol.spec import CLIENT_TO_SERVER
 
 END = "connection-end"
@@ -142,6 +142,7 @@ class ConnectionEnds:
                      "syn_seen": summary["syn_seen"], "client_decided_by": summary["client_decided_by"],
                      "directions": {label: dict(directions[label]) for label in sorted(directions)}}
         if "tls" in summary:  # (a TLS connection's: its handshake, as the tls_connections table has it)
-            end["tls"] = summary["tls"]
+            end.tls = summary["tls"]
+            end.shape = TLS_CONNECTION_END
         return end
 

@@ -9,7 +9,7 @@ from libc.string cimport memcpy, memmove
 from amqpcap.connection.record cimport Record
 
 cdef tuple _METHOD, _METHOD_MESSAGE, _HEADER, _BODY, _HEARTBEAT, _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE
-cdef tuple _CONNECTION_END
+cdef tuple _CONNECTION_END, _TLS_CONNECTION_END
 cdef tuple _TLS_METHOD, _TLS_METHOD_MESSAGE, _TLS_HEADER, _TLS_BODY, _TLS_HEARTBEAT, _TLS_ISSUE, _TLS_PROTOCOL_HEADER
 cdef Py_ssize_t _PIECES_HELD, _COMMON_KEYS
 cdef str _TO_SERVER, _TO_CLIENT

@@ -25,6 +25,7 @@ from amqpcap.connection.record import (
     METHOD_MESSAGE,
     SHAPES,
     TLS_METHOD_MESSAGE,
+    TLS_CONNECTION_END,
     TLS_SHAPES,
     Record,
 )
@@ -55,6 +56,7 @@ _METHOD, _METHOD_MESSAGE = SHAPES["method"], METHOD_MESSAGE
 _HEADER, _BODY, _HEARTBEAT = SHAPES["header"], SHAPES["body"], SHAPES["heartbeat"]
 _ISSUE, _PROTOCOL_HEADER, _CAPTURE_ISSUE = SHAPES["issue"], SHAPES["protocol-header"], CAPTURE_ISSUE
 _CONNECTION_END = SHAPES[CONNECTION_END]  # (amqpcap decode's, made by amqpcap.decodeview.ends)
+_TLS_CONNECTION_END = TLS_CONNECTION_END
 # the same with "tls": a TLS connection's records (amqpcap.connection.record.TLS_SHAPES)
 _TLS_METHOD, _TLS_METHOD_MESSAGE = TLS_SHAPES["method"], TLS_METHOD_MESSAGE
 _TLS_HEADER, _TLS_BODY, _TLS_HEARTBEAT = TLS_SHAPES["header"], TLS_SHAPES["body"], TLS_SHAPES["heartbeat"]
@@ -133,12 +135,14 @@ class LineWriter:
         """The record's line into the buffer (its first self.n bytes); False for a record of a
         shape the writer does not know."""
         shape = record.shape
-        tls = record.tls is not None
+        # ("tls": true after the common keys; a TLS connection's end has its handshake's facts last)
+        tls = record.tls is not None and shape is not _TLS_CONNECTION_END
         if tls:
             shape = _plain_shape(shape, record.tls)
         nested = shape is _METHOD or shape is _METHOD_MESSAGE or shape is _HEADER
         if not nested and shape is not _BODY and shape is not _HEARTBEAT and shape is not _ISSUE and \
-                shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER and shape is not _CONNECTION_END:
+                shape is not _CAPTURE_ISSUE and shape is not _PROTOCOL_HEADER and shape is not _CONNECTION_END \
+                and shape is not _TLS_CONNECTION_END:
             return False
         self.n = 0
         self._put(_TS)
@@ -220,7 +224,8 @@ class LineWriter:
             self._put(_rendered(record.protocol_header))
             self._put(_RAW)
             self._put(_rendered(record.raw))
-        elif shape is _CONNECTION_END:  # the facts after the common keys, as orjson writes them, "{" made ","
+        elif shape is _CONNECTION_END or shape is _TLS_CONNECTION_END:
+            # the facts after the common keys, as orjson writes them, "{" made ","
             tail = _rendered({key: record._value(key) for key in shape[_COMMON_KEYS:]})
             self._put(b",")
             self._put_part(tail, 1, len(tail))
