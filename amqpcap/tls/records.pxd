@@ -1,8 +1,16 @@
 # Types for the compiled build of records.py (Cython pure Python mode): the .py is the source.
 cimport cython
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+
 cdef int RECORDS, SKIP, RESYNC, OPAQUE, _HEADER, _CHANGE_CIPHER_SPEC, _HANDSHAKE, _HEARTBEAT
-cdef long long _MAX_RECORD
+cdef long long _MAX_RECORD, _COPIED_FRAGMENT
+cdef bint COMPILED
+
+
+cdef inline bytes _piece(bytes data, Py_ssize_t at, Py_ssize_t n):
+    """data[at:at + n], the caller having checked it is within data (no slice object made)."""
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(data) + at, n)
 
 
 @cython.locals(ctype=cython.int, length=cython.longlong)

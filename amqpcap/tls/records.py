@@ -19,10 +19,15 @@ HEADER = 5
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 CONTENT_TYPES = {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "application_data", 24: "heartbeat"}
 MAX_RECORD = (1 << 14) + 2048  # TLSCiphertext's largest fragment (RFC 5246, 6.2.3)
+# A fragment up to this size goes to the layer as bytes of its own (copying it costs less than a
+# view); a larger one as a view of the bytes it arrived in
+COPIED_FRAGMENT = 4096
+COMPILED = __file__.endswith((".so", ".pyd"))  # (compiled: slices of bytes made in C, records.pxd)
 # What bytes that made no record are (the kinds of the issues the layer reports them in)
 GAP, RESYNC_KIND, TRUNCATED = "tls-gap", "tls-resync", "tls-truncated"
 # The constants above again, as C values when compiled (records.pxd); the public names stay Python
 # objects, which the layer imports
+_COPIED_FRAGMENT = COPIED_FRAGMENT
 _HEADER, _CHANGE_CIPHER_SPEC, _HANDSHAKE, _HEARTBEAT, _MAX_RECORD = HEADER, CHANGE_CIPHER_SPEC, HANDSHAKE, HEARTBEAT, \
     MAX_RECORD
 
@@ -237,12 +242,18 @@ class RecordReader:
 
     def _framing(self, buf, pos: int, base: int, arrived: int, here: tuple) -> int:
         """RECORDS: record after record, each handed to the layer once whole: its fragment as a
-        view of `buf` (no copy; the layer copies what it keeps)."""
+        view of `buf` (no copy; the layer copies what it keeps), or, a small one in bytes that
+        came whole, as bytes of its own."""
         size = len(buf)
         view = memoryview(buf)
         whole = buf if type(buf) is bytes else None  # (compiled: typed bytes, its slices made in C)
         while size - pos >= _HEADER:
-            header = whole[pos:pos + _HEADER] if whole is not None else bytes(buf[pos:pos + _HEADER])
+            if whole is None:
+                header = bytes(buf[pos:pos + _HEADER])
+            elif COMPILED:
+                header = _piece(whole, pos, _HEADER)  # noqa: F821
+            else:
+                header = whole[pos:pos + _HEADER]
             length = plausible_header(header, self.version)
             end = pos + _HEADER + length if length >= 0 else -1
             if end < 0:
@@ -265,7 +276,13 @@ class RecordReader:
                 self.version = header[1] << 8 | header[2]
                 if self.version == 0x0301 and header[0] == _HANDSHAKE:  # (a ClientHello's: later records say 0x0303)
                     self.version = 0
-            self.sink.record(self, header[0], header, view[pos + _HEADER:end], start,
+            if whole is None or length > _COPIED_FRAGMENT:
+                fragment = view[pos + _HEADER:end]
+            elif COMPILED:
+                fragment = _piece(whole, pos + _HEADER, length)  # noqa: F821
+            else:
+                fragment = whole[pos + _HEADER:end]
+            self.sink.record(self, header[0], header, fragment, start,
                              self.first if start < arrived else here, here[0], here[1], here[2])
             pos = end
             if self.state != RECORDS:
