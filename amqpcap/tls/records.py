@@ -245,7 +245,7 @@ class RecordReader:
         view of `buf` (no copy; the layer copies what it keeps), or, a small one in bytes that
         came whole, as bytes of its own."""
         size = len(buf)
-        view = memoryview(buf)
+        view = None  # (made for the first fragment handed on as a view)
         whole = buf if type(buf) is bytes else None  # (compiled: typed bytes, its slices made in C)
         while size - pos >= _HEADER:
             if whole is None:
@@ -277,6 +277,8 @@ class RecordReader:
                 if self.version == 0x0301 and header[0] == _HANDSHAKE:  # (a ClientHello's: later records say 0x0303)
                     self.version = 0
             if whole is None or length > _COPIED_FRAGMENT:
+                if view is None:
+                    view = memoryview(buf)
                 fragment = view[pos + _HEADER:end]
             elif COMPILED:
                 fragment = _piece(whole, pos + _HEADER, length)  # noqa: F821
