@@ -24,8 +24,8 @@ from amqpcap.connection.record import (
     CONNECTION_END,
     METHOD_MESSAGE,
     SHAPES,
-    TLS_METHOD_MESSAGE,
     TLS_CONNECTION_END,
+    TLS_METHOD_MESSAGE,
     TLS_SHAPES,
     Record,
 )
