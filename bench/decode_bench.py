@@ -20,9 +20,11 @@ least 3x tshark's throughput and the readable view at least 2x; on the small-fra
 5x and 4x; a peak memory that does not grow with capture size (compare the two sizes).
 
 --tls also decodes each file's TLS twin (bench/tls_twin.py: every connection carried by TLS 1.3,
-with its key log) with `--tls-keylog`, in the same alternation, and reports its speed against the
-same view in clear (issue 53's target: JSON Lines on TLS at least 0.7x of its speed in clear, the
-peak memory as flat), and the twin's JSON Lines without the key log, to split TLS's time into what
+with its key log) with `--tls-keylog`, each run right after the same view's run in clear, and
+reports its speed against the view in clear (issue 53's target: JSON Lines on TLS at least 0.7x of
+its speed in clear, the peak memory as flat) twice: fastest against fastest, and the median of the
+rounds' pairs (the two runs of a round share the VM's spell of speed, which the fastest runs of
+each need not). And the twin's JSON Lines without the key log, to split TLS's time into what
 accounting costs (records framed, handshakes parsed) and what keys, decryption and decoding add.
 """
 
@@ -33,6 +35,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,37 +101,45 @@ def main(argv: list[str] | None = None) -> int:
         megabytes = path.stat().st_size / 1e6
         packets, frames = counts(path)
         views = VIEWS + ((INTERPRETED,) if args.interpreted else ())
-        commands = [([amqpcap, *view[1], str(path)], view[2]) for view in views]
+        # (name, command, environment), each view in clear followed by the same view on the TLS twin,
+        # so that a round's pair ran seconds apart, in the same spell of a shared VM's speed
+        commands = []
         if args.tls:
             twin, keys = path.with_suffix(".tls.pcap"), path.with_suffix(".tls.keys")
             if not twin.exists():
                 tls_twin.twin(path, twin, keys)
-            tls_views = [(f"{view[0]} TLS", [*view[1], "--tls-keylog", str(keys)], view[2]) for view in views]
-            tls_views.append(NO_KEYS)
-            commands += [([amqpcap, *view[1], str(twin)], view[2]) for view in tls_views]
+        for view in views:
+            commands.append((view[0], [amqpcap, *view[1], str(path)], view[2]))
+            if args.tls:
+                commands.append((f"{view[0]} TLS", [amqpcap, *view[1], "--tls-keylog", str(keys), str(twin)], view[2]))
+        if args.tls:
+            commands.append((NO_KEYS[0], [amqpcap, *NO_KEYS[1], str(twin)], NO_KEYS[2]))
         tshark_command = [tshark, "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "amqp.method.method"]
-        runs = [[run(command, env) for command, env in commands] + [run(tshark_command)]
-                for _ in range(max(1, args.repeat))]
-        best = [(min(r[i][0] for r in runs), max(r[i][1] for r in runs)) for i in range(len(commands) + 1)]
-        theirs = best[-1]
-        results[(shape, size)] = best[0]
-        names = [view[0] for view in views] + ([view[0] for view in tls_views] if args.tls else [])
+        commands.append(("tshark", tshark_command, None))
+        runs = [{name: run(command, env) for name, command, env in commands} for _ in range(max(1, args.repeat))]
+        best = {name: (min(r[name][0] for r in runs), max(r[name][1] for r in runs)) for name, _, _ in commands}
+        theirs = best["tshark"]
+        results[(shape, size)] = best[views[0][0]]
         print(f"\n{path.name} (the {shape} night): {megabytes:.1f} MB, {packets} packets, {frames} frames "
               f"(fastest of {len(runs)} runs each)")
-        for name, (seconds, rss) in [*zip(names, best), ("tshark", theirs)]:
+        for name, (seconds, rss) in best.items():
             print(f"  {name:28} {seconds:6.2f} s  {megabytes / seconds:6.1f} MB/s  "
                   f"{packets / seconds:9,.0f} packets/s  {frames / seconds:9,.0f} frames/s  peak RSS {rss} MB")
-        for view, (seconds, _) in zip(views, best):
+        for view in views:
             target = f"  (target >= {view[3][shape]:g}x)" if shape in view[3] else ""
-            print(f"  ratio {view[0]:22} tshark time / its time: {theirs[0] / seconds:.2f}x{target}")
+            print(f"  ratio {view[0]:22} tshark time / its time: {theirs[0] / best[view[0]][0]:.2f}x{target}")
         if args.tls:  # the same packets, each payload 22 bytes longer: compared by time
-            for i, view in enumerate(views):
-                clear, tls = best[i][0], best[len(views) + i][0]
-                print(f"  ratio {view[0]:22} TLS speed / speed in clear: {clear / tls:.2f}x "
-                      f"(target >= {TLS_TARGET:g}x), peak RSS {best[len(views) + i][1]} MB vs {best[i][1]} MB")
+            for view in views:
+                name, tls_name = view[0], f"{view[0]} TLS"
+                clear, tls = best[name][0], best[tls_name][0]
+                # and round by round: the pair of one round (seconds apart) shares the machine's spell
+                pairs = sorted(r[name][0] / r[tls_name][0] for r in runs)
+                print(f"  ratio {name:22} TLS speed / speed in clear: {clear / tls:.2f}x fastest against fastest, "
+                      f"{statistics.median(pairs):.2f}x the median round ({pairs[0]:.2f}-{pairs[-1]:.2f}) "
+                      f"(target >= {TLS_TARGET:g}x), peak RSS {best[tls_name][1]} MB vs {best[name][1]} MB")
             # where TLS's time goes: without keys the twin is read, its records framed and its
             # handshakes parsed, nothing derived, opened or decoded as AMQP
-            clear, tls, unkeyed = best[0][0], best[len(views)][0], best[2 * len(views)][0]
+            clear, tls, unkeyed = best[VIEWS[0][0]][0], best[f"{VIEWS[0][0]} TLS"][0], best[NO_KEYS[0]][0]
             print(f"  split {VIEWS[0][0]:22} without keys {unkeyed:.2f} s; with keys {tls:.2f} s = that + "
                   f"{tls - unkeyed:.2f} s (keys, records opened, AMQP decoded), against {clear:.2f} s in clear")
     if ("mixed", args.small_mb) in results and ("mixed", args.mb) in results:
