@@ -31,9 +31,9 @@ cdef extern from *:
     """
     /* A bytes object no one else holds (a cipher's fresh output) cut to its first n bytes where it
        is, as _PyBytes_Resize does before it reallocates: no copy. 0: it is shared (the empty
-       bytes, say), the caller slices instead. */
+       bytes, say), or it would be empty (which is Python's one empty bytes): the caller slices. */
     static CYTHON_INLINE int amqpcap_cut_in_place(PyObject *b, Py_ssize_t n) {
-        if (Py_REFCNT(b) != 1 || !PyBytes_CheckExact(b) || n < 0 || n > PyBytes_GET_SIZE(b)) return 0;
+        if (Py_REFCNT(b) != 1 || !PyBytes_CheckExact(b) || n <= 0 || n > PyBytes_GET_SIZE(b)) return 0;
         Py_SET_SIZE(b, n);
         PyBytes_AS_STRING(b)[n] = '\\0';
         return 1;

@@ -96,7 +96,6 @@ def parse_key_log(text: str, source: str, into: KeyLog | None = None) -> KeyLog:
     with a client random and a secret of their sizes, is taken as it is (a night's key log has
     tens of thousands); any other line is checked by `_other_line`, which says what is wrong."""
     keys = into if into is not None else KeyLog()
-    secrets = keys.secrets
     for number, line in enumerate(text.splitlines(), 1):
         fields = line.split()
         if len(fields) == 3:
@@ -108,10 +107,7 @@ def parse_key_log(text: str, source: str, into: KeyLog | None = None) -> KeyLog:
                 except ValueError:
                     pass  # (told by _other_line)
                 else:
-                    found = secrets.get(client_random)
-                    if found is None:
-                        found = secrets[client_random] = {}
-                    found[label] = secret
+                    keys.add(client_random, label, secret)
                     continue
         _other_line(keys, line, source, number)
     keys.sources += 1
