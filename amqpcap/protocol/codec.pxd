@@ -1,6 +1,7 @@
 # Types for the compiled build of codec.py (Cython pure Python mode): the .py is the source.
 cimport cython
-from amqpcap.protocol.frames cimport Frame, MethodFrame, ContentHeader, body_frame, header_frame, method_frame
+from amqpcap.protocol.frames cimport (Frame, MethodFrame, ContentHeader, body_frame, header_frame, heartbeat_frame,
+                                      method_frame)
 from amqpcap.protocol.fields cimport decode_args, decode_properties
 
 cdef long long _HEADER_SIZE

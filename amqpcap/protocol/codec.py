@@ -13,6 +13,7 @@ frame costs only itself.
 from __future__ import annotations
 
 import struct
+import sys
 
 from amqpcap.protocol.compiler import MethodDecoder, compile_fields, compile_properties, flag_layout
 from amqpcap.protocol.errors import (
@@ -32,11 +33,11 @@ from amqpcap.protocol.fieldtable import FieldTableCodec, Overrun
 from amqpcap.protocol.frames import (
     ContentHeader,
     Frame,
-    Heartbeat,
     MethodFrame,
     OtherFrame,
     body_frame,
     header_frame,
+    heartbeat_frame,
     method_frame,
 )
 from amqpcap.protocol.redact import SECRET_FIELDS, redact
@@ -65,7 +66,8 @@ class Codec:
         self.frame_end = spec.constant("frame-end")
         # Frame types by the spec's own constants: frame-method -> "method", frame-oob-body -> ...
         # (frame-error is a reply code and frame-end/frame-min-size are not types).
-        self.frame_types = {c.value: c.name.removeprefix("frame-")
+        # (Interned: decode_frame compares them with its literals, compiled by address first.)
+        self.frame_types = {c.value: sys.intern(c.name.removeprefix("frame-"))
                             for c in spec.constants.values()
                             if c.name.startswith("frame-") and c.error_class is None
                             and c.name not in ("frame-end", "frame-min-size")}
@@ -149,7 +151,7 @@ class Codec:
                 payload = buf[start:end]
                 frame = body_frame(channel, payload if type(payload) is bytes else bytes(payload), size)
             elif type_name == "heartbeat":
-                frame = Heartbeat(channel, size)
+                frame = heartbeat_frame(channel, size)
                 if size or channel:
                     frame.warnings = [MalformedPayload(
                         f"heartbeat on channel {channel} with {size} payload bytes", offset)]

@@ -6,36 +6,43 @@ compiler.py generates per method from the same spec, which is faster in Python. 
 knowledge only from the spec and give the same results, errors included (tests/protocol holds them
 equal on every method, every property set, truncations and corruptions).
 
-A plan is a tuple of (type code, key, raw) per field in wire order; key None for a reserved field
-(decoded, left out); raw: keep the string's bytes (secrets, redacted by the codec).
+A plan is a method's fields (or a class's properties) in wire order, as parallel columns: their
+type codes and, for arguments, whether a string stays bytes, each one octet in a bytes object (read
+in C, compiled), and their keys in a tuple (None for a reserved field: decoded, left out). Raw
+strings are the secrets the codec redacts. Property k is flag word k // 15, bit 15 - k % 15.
 """
 
 from __future__ import annotations
 
 from amqpcap.protocol.errors import MalformedPayload
-from amqpcap.protocol.fieldtable import TEXT_ERRORS, Overrun, Timestamp
+from amqpcap.protocol.fieldtable import Overrun, text, timestamp
 
+COMPILED = __file__.endswith((".so", ".pyd"))
 OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT, TIMESTAMP = range(1, 11)
 CODES = {"octet": OCTET, "short": SHORT, "long": LONG, "longlong": LONGLONG, "timestamp": TIMESTAMP,
          "shortstr": SHORTSTR, "longstr": LONGSTR, "table": TABLE, "bit": BIT, "content": CONTENT}
 
 
 def plan(fields, raw_keys=frozenset()) -> tuple:
-    return tuple((CODES[f.type], None if f.reserved else f.key, f.key in raw_keys) for f in fields)
+    """(type codes, keys, raw flags) of a method's fields."""
+    return (bytes(CODES[f.type] for f in fields), tuple(None if f.reserved else f.key for f in fields),
+            bytes(f.key in raw_keys for f in fields))
 
 
 def property_plan(properties) -> tuple:
-    """(type code, key, flag word, mask) per content property, in flag order."""
-    return tuple((CODES[p.type], p.key, k // 15, 1 << (15 - k % 15)) for k, p in enumerate(properties))
+    """(type codes, keys) of a class's content properties, in flag order."""
+    return bytes(CODES[p.type] for p in properties), tuple(p.key for p in properties)
 
 
 def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tuple[dict, int]:
     """A method's arguments from offset `o`: (arguments, offset after them)."""
     size = len(payload)
+    codes, keys, raws = fields
     args = {}
     bit = 0  # position in the current octet of packed bits (0: the next bit starts an octet)
     current = 0
-    for code, key, raw in fields:
+    for i in range(len(codes)):
+        code = codes[i]
         if code == BIT:
             if bit == 0:
                 if o >= size:
@@ -55,7 +62,7 @@ def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tupl
             elif code == TIMESTAMP:
                 if o + 8 > size:
                     raise Overrun()
-                value = Timestamp(_unsigned(payload, o, 8))
+                value = timestamp(_unsigned(payload, o, 8))
                 o += 8
             elif code == SHORTSTR or code == LONGSTR:
                 if code == SHORTSTR:
@@ -68,7 +75,7 @@ def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tupl
                         raise Overrun()
                     n = _unsigned(payload, o, 4)
                     o += 4
-                value = payload[o:o + n] if raw else _text(payload, o, n)
+                value = payload[o:o + n] if raws[i] else text(payload, o, n)
                 o += n
             elif code == TABLE:
                 value, o = tables.decode_table(payload, o, warnings)
@@ -78,6 +85,7 @@ def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tupl
                 n = _unsigned(payload, o + 1, 4)
                 value = {"kind": "reference" if payload[o] else "inline", "size": n}
                 o += 5 + n
+        key = keys[i]
         if key is not None:
             args[key] = value
     return args, o
@@ -86,9 +94,14 @@ def decode_args(fields: tuple, payload: bytes, o: int, warnings, tables) -> tupl
 def decode_properties(properties: tuple, payload: bytes, o: int, warnings, flags: list, tables) -> tuple[dict, int]:
     """A content header's properties from offset `o`, those its flag words say are present."""
     size = len(payload)
-    result = {}
-    for code, key, word, mask in properties:
-        flag = flags[word]  # (compiled: a C long, so the tests below are C's)
+    codes, keys = properties
+    # (compiled: made for as many entries as the first flag word sets, so it never grows)
+    result = _presized(_present(flags[0])) if COMPILED else {}  # noqa: F821 (fields.pxd)
+    for k in range(len(codes)):
+        code = codes[k]
+        key = keys[k]
+        flag = flags[k // 15]  # (compiled: a C long, so the tests below are C's)
+        mask = 1 << (15 - k % 15)
         if code == BIT:
             result[key] = flag & mask != 0
             continue
@@ -103,7 +116,7 @@ def decode_properties(properties: tuple, payload: bytes, o: int, warnings, flags
         elif code == TIMESTAMP:
             if o + 8 > size:
                 raise Overrun()
-            result[key] = Timestamp(_unsigned(payload, o, 8))
+            result[key] = timestamp(_unsigned(payload, o, 8))
             o += 8
         elif code == SHORTSTR or code == LONGSTR:
             if code == SHORTSTR:
@@ -116,7 +129,7 @@ def decode_properties(properties: tuple, payload: bytes, o: int, warnings, flags
                     raise Overrun()
                 n = _unsigned(payload, o, 4)
                 o += 4
-            result[key] = _text(payload, o, n)
+            result[key] = text(payload, o, n)
             o += n
         elif code == TABLE:
             result[key], o = tables.decode_table(payload, o, warnings)
@@ -135,10 +148,3 @@ def _unsigned(payload: bytes, o: int, width: int) -> int:
         value = (value << 8) | payload[o + i]
     return value
 
-
-def _text(payload: bytes, o: int, n: int) -> str:
-    """UTF-8 (invalid bytes kept visible as \\xNN), cut at the payload's end as a slice would be."""
-    try:
-        return payload[o:o + n].decode("utf-8")  # (compiled: decoded in place, no slice made)
-    except UnicodeDecodeError:
-        return payload[o:o + n].decode("utf-8", TEXT_ERRORS)

@@ -29,6 +29,8 @@ from amqpcap.protocol.errors import MalformedPayload, UnknownFieldTag
 # The compiled build reads integers octet by octet in C; the interpreted one with int.from_bytes.
 COMPILED = __file__.endswith((".so", ".pyd"))
 TEXT_ERRORS = "backslashreplace"  # invalid UTF-8 stays visible as \xNN instead of failing the frame
+# Strings up to this many bytes are held once seen (compiled): names, not message ids or bodies.
+HELD_LONGEST = 64
 # Nesting no real peer sends; deeper is malformed (and would otherwise exhaust the stack). Below
 # orjson's limit of 255 levels (--jsonl, the lake's args_json), with room for the record's own
 # levels above a table (record > message > properties > headers).
@@ -52,6 +54,10 @@ KINDS = ("boolean", "int8", "uint8", "int16", "uint16", "int32", "uint32", "floa
          "void")
 (BOOLEAN, INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, INT64, UINT64, FLOAT64, TIMESTAMP,
  DECIMAL, SHORTSTR, LONGSTR, BYTES, TABLE, ARRAY, VOID) = range(1, len(KINDS) + 1)
+# Decimals decoded lately, by their 5 bytes: making one costs ten times a lookup, and a price or
+# a rate repeats (a Decimal is immutable, so one object serves every table that has it)
+_DECIMALS: dict = {}
+DECIMALS_HELD = 1024
 _F32 = struct.Struct(">f").unpack_from
 _F64 = struct.Struct(">d").unpack_from
 
@@ -75,10 +81,26 @@ class Timestamp(int):
             return str(int(self))
 
 
-def _text(p: bytes, o: int, n: int) -> str:
+def timestamp(seconds: int) -> Timestamp:
+    """The Timestamp of these seconds: the one made last, when it is the same (messages published
+    within a second carry the same one)."""
+    global _last_timestamp
+    if seconds != _last_timestamp:
+        _last_timestamp = Timestamp(seconds)
+    return _last_timestamp
+
+
+_last_timestamp = Timestamp(0)
+
+
+def text(p: bytes, o: int, n: int) -> str:
     """p[o:o + n] (cut at the payload's end, as a slice is) as UTF-8, with invalid bytes kept
-    visible; compiled, decoded in place. (Strict decoding first: an errors handler costs more than
-    the rare failure.)"""
+    visible: every string of a method, a header or a table. Compiled, decoded in place, and a short
+    string seen lately is the same str again (fieldtable.pxd): the names, exchanges, routing keys,
+    content types and header keys every frame repeats are not decoded, allocated and freed each
+    time. (Strict decoding first: an errors handler costs more than the rare failure.)"""
+    if COMPILED and n <= HELD_LONGEST:
+        return _held_text(p, o, n)  # noqa: F821 (fieldtable.pxd)
     try:
         return p[o:o + n].decode("utf-8")
     except UnicodeDecodeError:
@@ -93,6 +115,16 @@ def _uint(p: bytes, o: int, width: int) -> int:
     for i in range(width):
         value = (value << 8) | p[o + i]
     return value
+
+
+def _length(p: bytes, o: int) -> int:
+    """The 32-bit length at o (checked as for _uint); compiled, a C integer (no int object made)."""
+    if not COMPILED:
+        return int.from_bytes(p[o:o + 4], "big")
+    value = p[o]
+    value = (value << 8) | p[o + 1]
+    value = (value << 8) | p[o + 2]
+    return (value << 8) | p[o + 3]
 
 
 def _sint(p: bytes, o: int, width: int) -> int:
@@ -148,7 +180,7 @@ class FieldTableCodec:
         size = len(p)
         if o + 4 > size:
             raise Overrun()
-        length = _uint(p, o, 4)
+        length = _length(p, o)
         start = o
         o += 4
         end = o + length
@@ -157,13 +189,8 @@ class FieldTableCodec:
         kinds = self._kinds
         table: dict = {}
         while o < end:
-            # Keys and string values (by far the most common) are decoded inline: a call per entry
-            # is what the interpreted build would pay most for.
             n = p[o]
-            try:
-                key = p[o + 1:o + 1 + n].decode("utf-8")
-            except UnicodeDecodeError:
-                key = p[o + 1:o + 1 + n].decode("utf-8", TEXT_ERRORS)
+            key = text(p, o + 1, n)
             o += 1 + n
             if o >= end:
                 raise MalformedPayload(f"field table entry {key!r} has no value", o)
@@ -173,12 +200,9 @@ class FieldTableCodec:
             if kind == LONGSTR:
                 if o + 4 > size:
                     raise Overrun()
-                n = _uint(p, o, 4)
+                n = _length(p, o)
                 o += 4
-                try:
-                    value = p[o:o + n].decode("utf-8")
-                except UnicodeDecodeError:
-                    value = p[o:o + n].decode("utf-8", TEXT_ERRORS)
+                value = text(p, o, n)  # (the most common value: decoded here, not in _value)
                 o += n
             elif kind == 0:
                 self._unknown_tag(tag, o - 1, f"key {key!r}", w)
@@ -203,7 +227,7 @@ class FieldTableCodec:
             raise MalformedPayload(f"field tables/arrays nested deeper than {MAX_DEPTH} levels", o)
         if o + 4 > len(p):
             raise Overrun()
-        length = _uint(p, o, 4)
+        length = _length(p, o)
         start = o
         o += 4
         end = o + length
@@ -244,21 +268,21 @@ class FieldTableCodec:
             elif kind == INT8 or kind == INT16 or kind == INT32 or kind == INT64:
                 value = _sint(p, o, width)
             elif kind == TIMESTAMP:
-                value = Timestamp(_uint(p, o, 8))
+                value = timestamp(_uint(p, o, 8))
             else:
                 value = _uint(p, o, width)
             o += width
         elif kind == LONGSTR or kind == BYTES:
             if o + 4 > size:
                 raise Overrun()
-            n = _uint(p, o, 4)
-            value = _text(p, o + 4, n) if kind == LONGSTR else p[o + 4:o + 4 + n]
+            n = _length(p, o)
+            value = text(p, o + 4, n) if kind == LONGSTR else p[o + 4:o + 4 + n]
             o += 4 + n
         elif kind == SHORTSTR:  # (the spec dialect's 's')
             if o >= size:
                 raise Overrun()
             n = p[o]
-            value = _text(p, o + 1, n)
+            value = text(p, o + 1, n)
             o += 1 + n
         elif kind == TABLE:
             value, o = self._table(p, o, w)
@@ -268,7 +292,12 @@ class FieldTableCodec:
             # The scale octet is unsigned, the value signed (errata): -1.5 is scale 1, value -15.
             if o + 5 > size:
                 raise Overrun()
-            value = Decimal(_sint(p, o + 1, 4)).scaleb(-p[o])
+            raw = _uint(p, o, 5)  # scale and value, as sent
+            value = _DECIMALS.get(raw)
+            if value is None:
+                if len(_DECIMALS) >= DECIMALS_HELD:
+                    _DECIMALS.clear()
+                value = _DECIMALS[raw] = Decimal(_sint(p, o + 1, 4)).scaleb(-p[o])
             o += 5
         else:  # VOID
             value = None

@@ -39,3 +39,4 @@ cpdef MethodFrame method_frame(int channel, object method, dict args, long long 
 cpdef ContentHeader header_frame(int channel, int class_id, str class_name, int weight, object body_size,
                                  tuple property_flags, dict properties, long long size, list warnings)
 cpdef ContentBody body_frame(int channel, object payload, long long size)
+cpdef Heartbeat heartbeat_frame(int channel, long long size)

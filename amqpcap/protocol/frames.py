@@ -117,6 +117,12 @@ def header_frame(channel: int, class_id: int, class_name: str, weight: int, body
     return frame
 
 
+def heartbeat_frame(channel: int, size: int) -> Heartbeat:
+    frame = Heartbeat.__new__(Heartbeat)
+    _frame(frame, channel, "heartbeat", size, [])
+    return frame
+
+
 def body_frame(channel: int, payload: bytes, size: int) -> ContentBody:
     frame = ContentBody.__new__(ContentBody)
     _frame(frame, channel, "body", size, [])
