@@ -13,7 +13,6 @@ frame costs only itself.
 from __future__ import annotations
 
 import struct
-import sys
 
 from amqpcap.protocol.compiler import MethodDecoder, compile_fields, compile_properties, flag_layout
 from amqpcap.protocol.errors import (
@@ -50,13 +49,20 @@ _IDS = struct.Struct(">HH").unpack_from
 _CONTENT_HEADER = struct.Struct(">HHQH").unpack_from  # class, weight, body size, first flag word
 _U16 = struct.Struct(">H").unpack_from
 
+# The frame types decode_frame makes a frame of its own kind for (the rest: OtherFrame), by name
+_METHOD, _HEADER, _BODY, _HEARTBEAT, _OTHER = range(1, 6)
+_FRAME_KINDS = {"method": _METHOD, "header": _HEADER, "body": _BODY, "heartbeat": _HEARTBEAT}
+
 # A frame can never be larger than this unless the caller says otherwise: without it one corrupt
 # size field would make a reader wait for 4 GiB. RabbitMQ's own default frame-max is 128 KiB.
 DEFAULT_MAX_PAYLOAD = 16 * 1024 * 1024
 
+# Whether this module is the compiled build (a C pointer reads the buffer: codec.pxd).
+IN_C = __file__.endswith((".so", ".pyd"))
 # The compiled build decodes arguments with the loops of amqpcap.protocol.fields; the interpreted one
-# with compiler.py's generated decoders (faster in Python). Same spec, same results.
-COMPILED = __file__.endswith((".so", ".pyd"))
+# with compiler.py's generated decoders (faster in Python). Same spec, same results. (Tests switch
+# this to compare the two ways in either build.)
+COMPILED = IN_C
 
 
 class Codec:
@@ -66,11 +72,15 @@ class Codec:
         self.frame_end = spec.constant("frame-end")
         # Frame types by the spec's own constants: frame-method -> "method", frame-oob-body -> ...
         # (frame-error is a reply code and frame-end/frame-min-size are not types).
-        # (Interned: decode_frame compares them with its literals, compiled by address first.)
-        self.frame_types = {c.value: sys.intern(c.name.removeprefix("frame-"))
+        self.frame_types = {c.value: c.name.removeprefix("frame-")
                             for c in spec.constants.values()
                             if c.name.startswith("frame-") and c.error_class is None
                             and c.name not in ("frame-end", "frame-min-size")}
+        # What decode_frame does with each type octet (0: not a frame type of this spec), read in C
+        kinds = bytearray(256)
+        for value, name in self.frame_types.items():
+            kinds[value] = _FRAME_KINDS.get(name, _OTHER)
+        self._frame_kinds = bytes(kinds)
         self._methods: dict[int, tuple[Method, MethodDecoder, bool, tuple]] = {}
         # The wire ids (class, method: 4 bytes) of the methods whose arguments hold credentials,
         # named in amqpcap.protocol.redact and numbered by this spec: what may never be kept raw.
@@ -125,11 +135,12 @@ class Codec:
         channel = (view[offset + 1] << 8) | view[offset + 2]
         size = view[offset + 3]
         size = (size << 24) | (view[offset + 4] << 16) | (view[offset + 5] << 8) | view[offset + 6]
-        type_name = self.frame_types.get(frame_type)
+        kind = self._frame_kinds[frame_type]
         start = offset + _HEADER_SIZE
         end = start + size
-        if type_name is None or size > max_payload or end >= length:
-            if type_name is None:
+        if kind == 0 or size > max_payload or end >= length:
+            type_name = self.frame_types.get(frame_type)
+            if kind == 0:
                 raise UnknownFrameType(f"frame type {frame_type} is not defined by AMQP "
                                        f"{self.spec.version}", offset)
             if size > max_payload:
@@ -138,25 +149,25 @@ class Codec:
             raise TruncatedFrame(f"{type_name} frame needs {size + 8} bytes, have "
                                  f"{length - offset}", offset)
         if view[end] != self.frame_end:
-            raise BadFrameEnd(f"octet after a {size}-byte {type_name} payload is {view[end]:#04x}, "
-                              f"not {self.frame_end:#04x}", end)
+            raise BadFrameEnd(f"octet after a {size}-byte {self.frame_types[frame_type]} payload is "
+                              f"{view[end]:#04x}, not {self.frame_end:#04x}", end)
         try:
-            if type_name == "method":
-                payload = buf[start:end]
-                frame = self.decode_method(payload if type(payload) is bytes else bytes(payload), channel)
-            elif type_name == "header":
-                payload = buf[start:end]
-                frame = self.decode_header(payload if type(payload) is bytes else bytes(payload), channel)
-            elif type_name == "body":
-                payload = buf[start:end]
-                frame = body_frame(channel, payload if type(payload) is bytes else bytes(payload), size)
-            elif type_name == "heartbeat":
+            if kind <= _BODY:
+                # (compiled: copied out of the buffer in one step, no slice made)
+                payload = _frame_bytes(view, start, size) if IN_C else bytes(buf[start:end])  # noqa: F821
+                if kind == _METHOD:
+                    frame = self.decode_method(payload, channel)
+                elif kind == _HEADER:
+                    frame = self.decode_header(payload, channel)
+                else:
+                    frame = body_frame(channel, payload, size)
+            elif kind == _HEARTBEAT:
                 frame = heartbeat_frame(channel, size)
                 if size or channel:
                     frame.warnings = [MalformedPayload(
                         f"heartbeat on channel {channel} with {size} payload bytes", offset)]
             else:
-                frame = OtherFrame(channel, frame_type, type_name, size)
+                frame = OtherFrame(channel, frame_type, self.frame_types[frame_type], size)
         except DecodeError as error:
             if error.offset is not None:
                 error.offset += start

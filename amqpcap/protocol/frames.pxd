@@ -1,4 +1,5 @@
 # Types for the compiled build of frames.py (Cython pure Python mode): the .py is the source.
+cimport cython
 
 cdef class Frame:
     cdef public int channel
@@ -35,8 +36,12 @@ cdef class OtherFrame(Frame):
 
 
 cdef object _frame(Frame frame, int channel, str kind, long long size, list warnings)
+@cython.locals(frame=MethodFrame)
 cpdef MethodFrame method_frame(int channel, object method, dict args, long long size, list warnings)
+@cython.locals(frame=ContentHeader)
 cpdef ContentHeader header_frame(int channel, int class_id, str class_name, int weight, object body_size,
                                  tuple property_flags, dict properties, long long size, list warnings)
+@cython.locals(frame=ContentBody)
 cpdef ContentBody body_frame(int channel, object payload, long long size)
+@cython.locals(frame=Heartbeat)
 cpdef Heartbeat heartbeat_frame(int channel, long long size)
