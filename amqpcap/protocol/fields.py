@@ -17,7 +17,7 @@ from __future__ import annotations
 from amqpcap.protocol.errors import MalformedPayload
 from amqpcap.protocol.fieldtable import Overrun, text, timestamp
 
-COMPILED = __file__.endswith((".so", ".pyd"))
+COMPILED = __file__.endswith((".so", ".pyd"))  # (compiled: fields.pxd's C helpers)
 OCTET, SHORT, LONG, LONGLONG, SHORTSTR, LONGSTR, TABLE, BIT, CONTENT, TIMESTAMP = range(1, 11)
 CODES = {"octet": OCTET, "short": SHORT, "long": LONG, "longlong": LONGLONG, "timestamp": TIMESTAMP,
          "shortstr": SHORTSTR, "longstr": LONGSTR, "table": TABLE, "bit": BIT, "content": CONTENT}

@@ -11,6 +11,7 @@ cdef dict _DECIMALS
 cdef int BOOLEAN, INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, INT64, UINT64, FLOAT64
 cdef int TIMESTAMP, DECIMAL, SHORTSTR, LONGSTR, BYTES, TABLE, ARRAY, VOID
 
+@cython.locals(held=object)
 cpdef str text(bytes p, Py_ssize_t o, Py_ssize_t n)
 cpdef object timestamp(object seconds)
 cdef object _last_timestamp
@@ -50,7 +51,7 @@ cdef extern from *:
         return NULL;
     }
 
-    /* Hold s in `slot` when it is ASCII (what else decodes to other lengths or other bytes). */
+    /* Hold s in `slot` when it is ASCII (other text has other bytes than its characters). */
     static CYTHON_INLINE void amqpcap_text_hold(Py_ssize_t slot, PyObject *s) {
         PyObject *old;
         if (!PyUnicode_IS_COMPACT_ASCII(s)) return;
@@ -65,8 +66,9 @@ cdef extern from *:
     void amqpcap_text_hold(Py_ssize_t slot, str s)
 
 
-cdef inline str _held_text(bytes p, Py_ssize_t o, Py_ssize_t n):
-    """text() of a short string, compiled: the held str when these bytes were seen lately."""
+cdef inline object _held_text(bytes p, Py_ssize_t o, Py_ssize_t n):
+    """text() of a short string, compiled: the held str when these bytes were seen lately; None
+    when they are not UTF-8 (text() words them)."""
     cdef Py_ssize_t size = PyBytes_GET_SIZE(p)
     cdef const unsigned char *at
     cdef Py_ssize_t slot
@@ -84,7 +86,7 @@ cdef inline str _held_text(bytes p, Py_ssize_t o, Py_ssize_t n):
     try:
         s = p[o:o + n].decode("utf-8")
     except UnicodeDecodeError:
-        s = p[o:o + n].decode("utf-8", "backslashreplace")
+        return None
     amqpcap_text_hold(slot, s)
     return s
 

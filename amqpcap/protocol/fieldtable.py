@@ -100,7 +100,9 @@ def text(p: bytes, o: int, n: int) -> str:
     content types and header keys every frame repeats are not decoded, allocated and freed each
     time. (Strict decoding first: an errors handler costs more than the rare failure.)"""
     if COMPILED and n <= HELD_LONGEST:
-        return _held_text(p, o, n)  # noqa: F821 (fieldtable.pxd)
+        held = _held_text(p, o, n)  # noqa: F821 (fieldtable.pxd)
+        if held is not None:
+            return held
     try:
         return p[o:o + n].decode("utf-8")
     except UnicodeDecodeError:
