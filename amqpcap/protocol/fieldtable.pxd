@@ -11,8 +11,9 @@ cdef dict _DECIMALS
 cdef int BOOLEAN, INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, INT64, UINT64, FLOAT64
 cdef int TIMESTAMP, DECIMAL, SHORTSTR, LONGSTR, BYTES, TABLE, ARRAY, VOID
 
-@cython.locals(held=object)
-cpdef str text(bytes p, Py_ssize_t o, Py_ssize_t n)
+@cython.locals(known=object)
+cpdef str text(bytes p, Py_ssize_t o, Py_ssize_t n, bint hold=*)
+cpdef bint held(str value)
 cpdef object timestamp(object seconds)
 cdef object _last_timestamp
 
@@ -60,8 +61,17 @@ cdef extern from *:
         amqpcap_texts[slot] = s;
         Py_XDECREF(old);
     }
+
+    /* Whether s is the string held in its slot (s ASCII; tests ask it). */
+    static CYTHON_INLINE int amqpcap_text_is_held(PyObject *s) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+        if (!PyUnicode_IS_COMPACT_ASCII(s) || n == 0) return 0;
+        return amqpcap_text_held(amqpcap_text_slot((const unsigned char *)PyUnicode_DATA(s), n),
+                                 (const unsigned char *)PyUnicode_DATA(s), n) != NULL;
+    }
     """
     Py_ssize_t amqpcap_text_slot(const unsigned char *p, Py_ssize_t n)
+    bint _is_held "amqpcap_text_is_held" (str s)
     PyObject *amqpcap_text_held(Py_ssize_t slot, const unsigned char *p, Py_ssize_t n)
     void amqpcap_text_hold(Py_ssize_t slot, str s)
 
@@ -104,6 +114,7 @@ cdef class FieldTableCodec:
     cdef readonly str dialect
     cdef int _depth
     cdef Py_ssize_t _next
+    cdef bint _hold
     cdef bytes _kinds
 
     cpdef tuple decode_table(self, bytes p, Py_ssize_t o, object w)

@@ -93,20 +93,29 @@ def timestamp(seconds: int) -> Timestamp:
 _last_timestamp = Timestamp(0)
 
 
-def text(p: bytes, o: int, n: int) -> str:
+def text(p: bytes, o: int, n: int, hold: bool = True) -> str:
     """p[o:o + n] (cut at the payload's end, as a slice is) as UTF-8, with invalid bytes kept
     visible: every string of a method, a header or a table. Compiled, decoded in place, and a short
     string seen lately is the same str again (fieldtable.pxd): the names, exchanges, routing keys,
     content types and header keys every frame repeats are not decoded, allocated and freed each
-    time. (Strict decoding first: an errors handler costs more than the rare failure.)"""
-    if COMPILED and n <= HELD_LONGEST:
-        held = _held_text(p, o, n)  # noqa: F821 (fieldtable.pxd)
-        if held is not None:
-            return held
+    time; never a secret's (`hold` False: FieldTableCodec.decode_entries). (Strict decoding first:
+    an errors handler costs more than the rare failure.)"""
+    if COMPILED and hold and n <= HELD_LONGEST:
+        known = _held_text(p, o, n)  # noqa: F821 (fieldtable.pxd)
+        if known is not None:
+            return known
     try:
         return p[o:o + n].decode("utf-8")
     except UnicodeDecodeError:
         return p[o:o + n].decode("utf-8", TEXT_ERRORS)
+
+
+def held(value: str) -> bool:
+    """Whether this text is among the strings held (always False interpreted: none are). For tests:
+    what a secret decodes to must never be."""
+    if not COMPILED:
+        return False
+    return _is_held(value)  # noqa: F821 (fieldtable.pxd)
 
 
 def _uint(p: bytes, o: int, width: int) -> int:
@@ -153,6 +162,7 @@ class FieldTableCodec:
         self.dialect = dialect
         self._depth = 0
         self._next = 0  # where the value _value just decoded ends
+        self._hold = True  # whether the strings decoded may be held (text): not a secret's
         kinds = bytearray(256)  # by the tag's byte value; 0: not a tag in this dialect
         for tag, kind in DIALECTS[dialect].items():
             kinds[ord(tag)] = KINDS.index(kind) + 1
@@ -192,7 +202,7 @@ class FieldTableCodec:
         table: dict = {}
         while o < end:
             n = p[o]
-            key = text(p, o + 1, n)
+            key = text(p, o + 1, n, self._hold)
             o += 1 + n
             if o >= end:
                 raise MalformedPayload(f"field table entry {key!r} has no value", o)
@@ -204,7 +214,7 @@ class FieldTableCodec:
                     raise Overrun()
                 n = _length(p, o)
                 o += 4
-                value = text(p, o, n)  # (the most common value: decoded here, not in _value)
+                value = text(p, o, n, self._hold)  # (the most common value: decoded here, not in _value)
                 o += n
             elif kind == 0:
                 self._unknown_tag(tag, o - 1, f"key {key!r}", w)
@@ -278,13 +288,13 @@ class FieldTableCodec:
             if o + 4 > size:
                 raise Overrun()
             n = _length(p, o)
-            value = text(p, o + 4, n) if kind == LONGSTR else p[o + 4:o + 4 + n]
+            value = text(p, o + 4, n, self._hold) if kind == LONGSTR else p[o + 4:o + 4 + n]
             o += 4 + n
         elif kind == SHORTSTR:  # (the spec dialect's 's')
             if o >= size:
                 raise Overrun()
             n = p[o]
-            value = text(p, o + 1, n)
+            value = text(p, o + 1, n, self._hold)
             o += 1 + n
         elif kind == TABLE:
             value, o = self._table(p, o, w)
@@ -307,8 +317,13 @@ class FieldTableCodec:
         return value
 
     def decode_entries(self, data: bytes, w: list | None) -> dict:
-        """Name-value pairs with no length prefix (the AMQPLAIN SASL response)."""
-        return self.decode_table(struct.pack(">I", len(data)) + data, 0, w)[0]
+        """Name-value pairs with no length prefix (the AMQPLAIN SASL response): a password among
+        them, so none of their strings is held (text)."""
+        self._hold = False
+        try:
+            return self.decode_table(struct.pack(">I", len(data)) + data, 0, w)[0]
+        finally:
+            self._hold = True
 
     def _unknown_tag(self, tag: int, offset: int, where: str, w: list | None) -> None:
         shown = chr(tag) if 32 < tag < 127 else f"0x{tag:02x}"

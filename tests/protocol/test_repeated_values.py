@@ -97,3 +97,26 @@ def test_a_header_decoded_after_others_is_the_same_as_decoded_alone():
     for name, data in (("a", a), ("b", b), ("a", a), ("b", b)):
         assert codec.decode_frame(data)[0].properties == alone[name]
     assert str(alone["b"]["headers"]["x-price"]) == "15" and str(alone["a"]["headers"]["x-price"]) == "1.5"
+
+
+def test_no_string_of_a_sasl_response_is_held():
+    """AMQPLAIN's response is a field table holding the password: decoded, redacted, and none of
+    its strings kept among the held ones (compiled; interpreted holds none). The login is kept as
+    auth_user, so it is checked too: only texts decoded elsewhere may be held."""
+    import amqpcap.protocol.fieldtable as fieldtable_module
+    from amqpcap.protocol.fieldtable import held
+
+    password, login = "pw-5f1e-never-held", "login-never-held"
+    entries = (b"\x05LOGINS" + struct.pack(">I", len(login)) + login.encode()
+               + b"\x08PASSWORDS" + struct.pack(">I", len(password)) + password.encode())
+    args = (b"\x00\x00\x00\x00" + b"\x08AMQPLAIN" + struct.pack(">I", len(entries)) + entries
+            + b"\x05en_US")
+    payload = struct.pack(">HH", 10, 11) + args
+    frame = struct.pack(">BHI", 1, 0, len(payload)) + payload + b"\xce"
+    decoded = Codec.for_version("0-9-1").decode_frame(frame)[0]
+    assert decoded.args["auth_user"] == login and decoded.args["response"] == "<redacted>"
+    assert not held(password) and not held(login)
+    if fieldtable_module.__file__.endswith(".so"):  # the same strings in an ordinary table are held: the check sees them
+        table = struct.pack(">I", len(entries)) + entries
+        FieldTableCodec("rabbitmq").decode_table(table, 0, [])
+        assert held(password) and held(login)
