@@ -10,6 +10,9 @@ from amqpcap.connection.options cimport StreamOptions
 from amqpcap.tls.layer cimport TlsLayer, TlsSink
 
 cdef dict _HEADER_TEXTS
+cdef object _EMPTY_SHA256
+
+cpdef object body_hasher(object data=*)
 
 
 cdef class AmqpConnection
