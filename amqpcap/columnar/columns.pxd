@@ -1,6 +1,11 @@
 # Types for the compiled build of columns.py (Cython pure Python mode): the .py is the source.
 
 cimport cython
+from cpython.list cimport PyList_GET_ITEM
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM
+
+cdef bint COMPILED
 
 
 cdef class TypedRow:
@@ -88,6 +93,61 @@ cdef class ColumnBuffer:
     cpdef add_values(self, tuple values)
     @cython.locals(size=Py_ssize_t, capacity=Py_ssize_t, i=Py_ssize_t, typed=_Typed, taken=list, columns=list)
     cpdef list take(self)
+
+
+cdef extern from *:
+    """
+    /* list[i] = v for a list the caller made (a column of objects): the index checked, no
+       Python-level call. -1 with IndexError past its end. */
+    static CYTHON_INLINE int amqpcap_list_store(PyObject *list, Py_ssize_t i, PyObject *v) {
+        PyObject *old;
+        if (i < 0 || i >= PyList_GET_SIZE(list)) {
+            PyErr_SetString(PyExc_IndexError, "row past the column's end");
+            return -1;
+        }
+        old = PyList_GET_ITEM(list, i);
+        Py_INCREF(v);
+        PyList_SET_ITEM(list, i, v);
+        Py_XDECREF(old);
+        return 0;
+    }
+    """
+    int amqpcap_list_store(PyObject *column, Py_ssize_t i, PyObject *value) except -1
+
+
+cdef int _no_column(Py_ssize_t i, Py_ssize_t n) except -1
+cdef int _as_object(ColumnBuffer buffer, Py_ssize_t i, Py_ssize_t size, object value) except -1
+
+
+# ColumnBuffer's compiled stores of a row's values (columns.py's _put and add_values): a column is a
+# list or a typed column above (the buffer makes nothing else), so one that is not a list is taken
+# as typed without a test; the values are read in place (no reference taken for a null).
+cdef inline int _put_ref(ColumnBuffer buffer, Py_ssize_t i, Py_ssize_t size, PyObject *value) except -1:
+    cdef list columns = buffer.columns
+    cdef PyObject *column
+    if i < 0 or i >= len(columns):
+        return _no_column(i, len(columns))
+    column = PyList_GET_ITEM(columns, i)
+    if type(<object>column) is list:
+        return amqpcap_list_store(column, size, value)
+    if not (<_Typed>column).put(size, <object>value):
+        return _as_object(buffer, i, size, <object>value)
+    return 0
+
+
+cdef inline int _put_values(ColumnBuffer buffer, tuple values, Py_ssize_t size) except -1:
+    cdef Py_ssize_t i
+    cdef PyObject *value
+    cdef PyObject *none = <PyObject *>None
+    for i in range(len(values)):
+        value = PyTuple_GET_ITEM(values, i)
+        if value != none:
+            _put_ref(buffer, i, size, value)
+    return 0
+
+
+cdef inline int _put_value(ColumnBuffer buffer, Py_ssize_t i, Py_ssize_t size, object value) except -1:
+    return _put_ref(buffer, i, size, <PyObject *>value)
 
 
 @cython.locals(buffer=ColumnBuffer, most=Py_ssize_t, held=Py_ssize_t, total=Py_ssize_t)

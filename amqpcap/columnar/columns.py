@@ -33,6 +33,7 @@ from __future__ import annotations
 import sys
 from array import array
 
+COMPILED = __file__.endswith((".so", ".pyd"))  # (compiled: the stores are columns.pxd's C helpers)
 FIRST_CAPACITY = 64  # rows a ColumnBuffer's columns hold before they first grow
 
 # How a column is held (ColumnBuffer's `kinds`)
@@ -253,6 +254,9 @@ class ColumnBuffer:
 
     def _put(self, i: int, size: int, value) -> None:
         """A value (not None) into column i, row `size`."""
+        if COMPILED:
+            _put_value(self, i, size, value)  # noqa: F821  (columns.pxd)
+            return
         column = self.columns[i]
         if type(column) is list:
             column[size] = value
@@ -299,10 +303,13 @@ class ColumnBuffer:
         size = self.size
         if size == self.capacity:
             self._grow()
-        for i in range(n):
-            value = values[i]
-            if value is not None:
-                self._put(i, size, value)
+        if COMPILED:
+            _put_values(self, values, size)  # noqa: F821  (columns.pxd)
+        else:
+            for i in range(n):
+                value = values[i]
+                if value is not None:
+                    self._put(i, size, value)
         self.size = size + 1
 
     def take(self) -> list:
@@ -331,6 +338,17 @@ class ColumnBuffer:
         self.size = 0
         self.bytes = 0
         return taken
+
+
+def _no_column(i: int, n: int) -> int:
+    raise IndexError(f"column {i} of {n}")
+
+
+def _as_object(buffer: ColumnBuffer, i: int, size: int, value) -> int:
+    """A value its typed column cannot hold: the column becomes a list of objects (the compiled
+    stores' way out of line, columns.pxd)."""
+    buffer._to_objects(i, size)[size] = value
+    return 0
 
 
 def _fullest(buffers: dict, by_bytes: bool) -> tuple:
