@@ -6,6 +6,8 @@ cimport cython
 
 cdef dict _DAYS
 cdef long long _DAY_NS
+cdef long long _LAST_DAY
+cdef object _LAST_DATE
 
 cdef dict _ARGUMENTS
 cdef tuple _CLOSES

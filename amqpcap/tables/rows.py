@@ -109,11 +109,21 @@ _DAYS: dict[int, datetime.date] = {}  # day number -> its date (made once: rows 
 _DAY_NS = 86_400_000_000_000  # (a C integer when compiled, as _DAYS is a typed dict: rows.pxd)
 
 
+# The day of the last _date asked for and its date (a night's rows are of a day or two): no lookup
+# for the next row of the same day. The first day is one no int64 time falls on.
+_LAST_DAY = -1 << 62
+_LAST_DATE = None
+
+
 def _date(ts_ns: int) -> datetime.date:
+    global _LAST_DAY, _LAST_DATE
     days = ts_ns // _DAY_NS
+    if days == _LAST_DAY:
+        return _LAST_DATE
     date = _DAYS.get(days)
     if date is None:
         date = _DAYS[days] = _EPOCH + datetime.timedelta(days=days)
+    _LAST_DAY, _LAST_DATE = days, date
     return date
 
 

@@ -81,3 +81,15 @@ def test_unsigned_values_beyond_bigint_become_null():
     row = RawRows("r").frame_row(from_dict(record))
     assert row["delivery_tag"] is None and json.loads(row["args_json"])["delivery_tag"] == 2**64 - 1
     assert rows_to_batch(FRAMES, [row]).num_rows == 1
+
+
+def test_rows_dates_are_their_times_days_when_the_day_changes_back_and_forth():
+    """A row's date is its day in UTC, also right after rows of another day (the last day asked
+    for is remembered)."""
+    import datetime
+
+    from amqpcap.tables.rows import _date
+    day = 86_400_000_000_000
+    times = [0, day - 1, day, 5 * day + 3, day, day - 1, -1, 20_000 * day, 20_000 * day + day - 1, 0]
+    assert [_date(ts) for ts in times] == [datetime.date(1970, 1, 1) + datetime.timedelta(days=ts // day)
+                                          for ts in times]
