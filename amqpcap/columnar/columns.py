@@ -263,7 +263,7 @@ class ColumnBuffer:
             return
         typed = column
         if not typed.put(size, value):
-            self._to_objects(i, size)[size] = value
+            _as_object(self, i, size, value)
 
     def _to_objects(self, i: int, size: int) -> list:
         """Column i, holding a value its kind cannot, as a list of objects from now on (this batch)."""
@@ -341,12 +341,14 @@ class ColumnBuffer:
 
 
 def _no_column(i: int, n: int) -> int:
+    """The compiled stores' bad column index (columns.pxd), out of line: raised there, it kept
+    them from being inlined."""
     raise IndexError(f"column {i} of {n}")
 
 
 def _as_object(buffer: ColumnBuffer, i: int, size: int, value) -> int:
-    """A value its typed column cannot hold: the column becomes a list of objects (the compiled
-    stores' way out of line, columns.pxd)."""
+    """A value its typed column cannot hold: the column becomes a list of objects for the rest of
+    the batch (out of line in the compiled stores, which seldom take this way)."""
     buffer._to_objects(i, size)[size] = value
     return 0
 
